@@ -1,0 +1,216 @@
+package io.sparkcomms.collectives;
+
+import io.sparkcomms.collectives.lp.Fp8Format;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Settings of a communicator. Immutable; build with {@link #builder()}, start from the environment with
+ * {@link #fromEnvironment()} (RCCLX's variable names are honored for familiarity).
+ *
+ * <p>Every rank of a communicator must use the same options: the algorithm of each call is chosen from
+ * them, and ranks that choose differently fail that call with {@link CommMismatchException}.
+ */
+public final class CommOptions {
+  /** Which backend a communicator runs on. */
+  public enum Backend { AUTO, HOST, GPU }
+
+  public static final long DEFAULT_FLAT_MAX_BYTES = 256L << 10;
+  public static final long DEFAULT_TREE_MAX_BYTES = 32L << 20;
+  public static final long DEFAULT_LP_MIN_BYTES = 16L << 20;
+  public static final int DEFAULT_LP_BLOCK_SIZE = 128;
+  public static final long DEFAULT_STAGING_BYTES = 16L << 20;
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
+
+  private final Backend backend;
+  private final Algorithm algorithm;
+  private final long flatMaxBytes;
+  private final long treeMaxBytes;
+  private final Duration timeout;
+  private final boolean lowPrecision;
+  private final Map<Collective, Boolean> lowPrecisionPerCollective;
+  private final long lpMinBytes;
+  private final Fp8Format fp8Format;
+  private final int lpBlockSize;
+  private final long stagingBytes;
+
+  private CommOptions(Builder b) {
+    this.backend = b.backend;
+    this.algorithm = b.algorithm;
+    this.flatMaxBytes = b.flatMaxBytes;
+    this.treeMaxBytes = b.treeMaxBytes;
+    this.timeout = b.timeout;
+    this.lowPrecision = b.lowPrecision;
+    this.lowPrecisionPerCollective = new EnumMap<>(b.lowPrecisionPerCollective);
+    this.lpMinBytes = b.lpMinBytes;
+    this.fp8Format = b.fp8Format;
+    this.lpBlockSize = b.lpBlockSize;
+    this.stagingBytes = b.stagingBytes;
+  }
+
+  public static Builder builder() { return new Builder(); }
+
+  /** Defaults overridden by the process environment (see {@link Builder#applyEnvironment(Map)}). */
+  public static CommOptions fromEnvironment() { return builder().applyEnvironment(System.getenv()).build(); }
+
+  public static CommOptions defaults() { return builder().build(); }
+
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.backend = backend;
+    b.algorithm = algorithm;
+    b.flatMaxBytes = flatMaxBytes;
+    b.treeMaxBytes = treeMaxBytes;
+    b.timeout = timeout;
+    b.lowPrecision = lowPrecision;
+    b.lowPrecisionPerCollective.putAll(lowPrecisionPerCollective);
+    b.lpMinBytes = lpMinBytes;
+    b.fp8Format = fp8Format;
+    b.lpBlockSize = lpBlockSize;
+    b.stagingBytes = stagingBytes;
+    return b;
+  }
+
+  public Backend backend() { return backend; }
+  /** Forced algorithm, or AUTO. */
+  public Algorithm algorithm() { return algorithm; }
+  /** Largest allReduce (bytes) that uses the flat one-shot algorithm under AUTO. */
+  public long flatMaxBytes() { return flatMaxBytes; }
+  /** Largest allReduce (bytes) that uses the tree two-shot algorithm under AUTO; above it the vendor library where there is one. */
+  public long treeMaxBytes() { return treeMaxBytes; }
+  /** Bound of every wait for a peer. */
+  public Duration timeout() { return timeout; }
+  /** Smallest message (bytes) that uses FP8 when low precision is enabled. */
+  public long lpMinBytes() { return lpMinBytes; }
+  /** FP8 format on the wire; null means: chosen from the device (E4M3FNUZ on gfx942, else E4M3FN). */
+  public Fp8Format fp8Format() { return fp8Format; }
+  /** Elements per FP8 scale. */
+  public int lpBlockSize() { return lpBlockSize; }
+  /** Per-rank staging buffer size in bytes; larger messages are processed in chunks. */
+  public long stagingBytes() { return stagingBytes; }
+  /** The global low-precision switch. */
+  public boolean lowPrecision() { return lowPrecision; }
+
+  /** Whether FP8 is enabled for {@code c}: its own switch if set, else the global one. */
+  public boolean lowPrecisionEnabled(Collective c) {
+    if (!c.hasLowPrecision()) return false;
+    Boolean own = lowPrecisionPerCollective.get(c);
+    return own != null ? own : lowPrecision;
+  }
+
+  /** The FP8 format to use where the device does not decide: the configured one or E4M3FN. */
+  public Fp8Format fp8FormatOrDefault() { return fp8Format != null ? fp8Format : Fp8Format.E4M3FN; }
+
+  @Override public String toString() {
+    return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
+        + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
+        + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + lpMinBytes
+        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", stagingBytes=" + stagingBytes + "}";
+  }
+
+  /** Builder; every setter validates its argument. */
+  public static final class Builder {
+    private Backend backend = Backend.AUTO;
+    private Algorithm algorithm = Algorithm.AUTO;
+    private long flatMaxBytes = DEFAULT_FLAT_MAX_BYTES;
+    private long treeMaxBytes = DEFAULT_TREE_MAX_BYTES;
+    private Duration timeout = DEFAULT_TIMEOUT;
+    private boolean lowPrecision;
+    private final Map<Collective, Boolean> lowPrecisionPerCollective = new EnumMap<>(Collective.class);
+    private long lpMinBytes = DEFAULT_LP_MIN_BYTES;
+    private Fp8Format fp8Format;
+    private int lpBlockSize = DEFAULT_LP_BLOCK_SIZE;
+    private long stagingBytes = DEFAULT_STAGING_BYTES;
+
+    private Builder() {}
+
+    public Builder backend(Backend b) { this.backend = Objects.requireNonNull(b); return this; }
+    public Builder algorithm(Algorithm a) { this.algorithm = Objects.requireNonNull(a); return this; }
+    public Builder flatMaxBytes(long v) { this.flatMaxBytes = nonNegative("flatMaxBytes", v); return this; }
+    public Builder treeMaxBytes(long v) { this.treeMaxBytes = nonNegative("treeMaxBytes", v); return this; }
+    public Builder timeout(Duration t) {
+      if (t == null || t.isNegative() || t.isZero()) throw new IllegalArgumentException("timeout must be positive, got " + t);
+      this.timeout = t;
+      return this;
+    }
+    public Builder lowPrecision(boolean on) { this.lowPrecision = on; return this; }
+    /** Per-collective switch; overrides the global one for {@code c}. */
+    public Builder lowPrecision(Collective c, boolean on) {
+      if (!c.hasLowPrecision()) throw new IllegalArgumentException(c.apiName() + " has no low-precision variant");
+      lowPrecisionPerCollective.put(c, on);
+      return this;
+    }
+    public Builder lpMinBytes(long v) { this.lpMinBytes = nonNegative("lpMinBytes", v); return this; }
+    public Builder fp8Format(Fp8Format f) { this.fp8Format = f; return this; }
+    public Builder lpBlockSize(int v) {
+      if (v < 1 || v > (1 << 20)) throw new IllegalArgumentException("lpBlockSize must be in 1..2^20, got " + v);
+      this.lpBlockSize = v;
+      return this;
+    }
+    public Builder stagingBytes(long v) {
+      if (v < 4096 || v > (1L << 30)) throw new IllegalArgumentException("stagingBytes must be in 4 KiB..1 GiB, got " + v);
+      this.stagingBytes = v;
+      return this;
+    }
+
+    /**
+     * Applies RCCLX-style environment variables: {@code RCCL_LOW_PRECISION_ENABLE},
+     * {@code RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}} (0/1),
+     * {@code RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES}, {@code RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES}, and our own
+     * {@code SPARKCOMMS_ALGO}, {@code SPARKCOMMS_BACKEND}, {@code SPARKCOMMS_TIMEOUT_MS},
+     * {@code SPARKCOMMS_LP_MIN_BYTES}, {@code SPARKCOMMS_LP_BLOCK_SIZE}, {@code SPARKCOMMS_FP8_FORMAT},
+     * {@code SPARKCOMMS_STAGING_BYTES}. A malformed value is an error naming the variable.
+     */
+    public Builder applyEnvironment(Map<String, String> env) {
+      String v;
+      if ((v = env.get("RCCL_LOW_PRECISION_ENABLE")) != null) lowPrecision(bool("RCCL_LOW_PRECISION_ENABLE", v));
+      String[][] per = {{"ALLREDUCE", "ALL_REDUCE"}, {"ALLGATHER", "ALL_GATHER"},
+          {"REDUCESCATTER", "REDUCE_SCATTER"}, {"ALLTOALL", "ALL_TO_ALL"}};
+      for (String[] p : per) {
+        String name = "RCCL_LOW_PRECISION_ENABLE_" + p[0];
+        if ((v = env.get(name)) != null) lowPrecision(Collective.valueOf(p[1]), bool(name, v));
+      }
+      if ((v = env.get("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES")) != null) flatMaxBytes(bytes("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", v));
+      if ((v = env.get("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES")) != null) treeMaxBytes(bytes("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", v));
+      if ((v = env.get("SPARKCOMMS_ALGO")) != null) algorithm(Algorithm.valueOf(v.trim().toUpperCase(Locale.ROOT)));
+      if ((v = env.get("SPARKCOMMS_BACKEND")) != null) backend(Backend.valueOf(v.trim().toUpperCase(Locale.ROOT)));
+      if ((v = env.get("SPARKCOMMS_TIMEOUT_MS")) != null) timeout(Duration.ofMillis(bytes("SPARKCOMMS_TIMEOUT_MS", v)));
+      if ((v = env.get("SPARKCOMMS_LP_MIN_BYTES")) != null) lpMinBytes(bytes("SPARKCOMMS_LP_MIN_BYTES", v));
+      if ((v = env.get("SPARKCOMMS_LP_BLOCK_SIZE")) != null) lpBlockSize((int) bytes("SPARKCOMMS_LP_BLOCK_SIZE", v));
+      if ((v = env.get("SPARKCOMMS_FP8_FORMAT")) != null) fp8Format(Fp8Format.parse(v));
+      if ((v = env.get("SPARKCOMMS_STAGING_BYTES")) != null) stagingBytes(bytes("SPARKCOMMS_STAGING_BYTES", v));
+      return this;
+    }
+
+    public CommOptions build() {
+      if (treeMaxBytes < flatMaxBytes) {
+        throw new IllegalArgumentException("treeMaxBytes (" + treeMaxBytes + ") is below flatMaxBytes (" + flatMaxBytes + ")");
+      }
+      return new CommOptions(this);
+    }
+
+    private static long nonNegative(String name, long v) {
+      if (v < 0) throw new IllegalArgumentException(name + " must be >= 0, got " + v);
+      return v;
+    }
+
+    private static boolean bool(String name, String v) {
+      switch (v.trim().toLowerCase(Locale.ROOT)) {
+        case "1": case "true": case "yes": case "on": return true;
+        case "0": case "false": case "no": case "off": case "": return false;
+        default: throw new IllegalArgumentException(name + "=" + v + ": expected 0 or 1");
+      }
+    }
+
+    private static long bytes(String name, String v) {
+      try {
+        return Sizes.parseBytes(v);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(name + "=" + v + ": " + e.getMessage());
+      }
+    }
+  }
+}

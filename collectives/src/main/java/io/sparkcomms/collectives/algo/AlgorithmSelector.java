@@ -1,0 +1,64 @@
+package io.sparkcomms.collectives.algo;
+
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.ReduceOp;
+
+/**
+ * The one place that picks the algorithm of a call, from the collective, message bytes, rank count,
+ * dtype, op and options. Pure and deterministic: every rank given the same arguments picks the same.
+ *
+ * <p>Rules, in order:
+ * <ol>
+ *   <li>BARRIER and BROADCAST, and any call on one rank: FLAT (direct access).</li>
+ *   <li>LP when low precision is enabled for the collective (or forced with {@code algorithm=LP}),
+ *       the message is at least {@code lpMinBytes} (not checked when forced), dtype is FLOAT32 or
+ *       BFLOAT16 and the op is SUM or AVG (allGather and allToAll have no op). Calls that fail these
+ *       gates fall through to the rules below, transparently.</li>
+ *   <li>A forced FLAT / TREE / VENDOR is honored; VENDOR without a vendor library is an error.
+ *       Collectives other than allReduce have one direct algorithm, reported as FLAT.</li>
+ *   <li>allReduce under AUTO: FLAT up to {@code flatMaxBytes}, TREE up to {@code treeMaxBytes}, then
+ *       VENDOR where available, else TREE.</li>
+ *   <li>Other collectives under AUTO: FLAT, or VENDOR above {@code treeMaxBytes} where available.</li>
+ * </ol>
+ */
+public final class AlgorithmSelector {
+  private AlgorithmSelector() {}
+
+  /** Whether the FP8 path can serve this dtype and op (null op: collectives without reduction). */
+  public static boolean lowPrecisionEligible(Collective c, DataType dtype, ReduceOp op) {
+    if (!c.hasLowPrecision()) return false;
+    if (dtype != DataType.FLOAT32 && dtype != DataType.BFLOAT16) return false;
+    if (c == Collective.ALL_GATHER || c == Collective.ALL_TO_ALL) return true;
+    return op != null && (op.kind() == ReduceOp.Kind.SUM || op.kind() == ReduceOp.Kind.AVG);
+  }
+
+  public static Algorithm choose(Collective c, long bytes, int ranks, DataType dtype, ReduceOp op,
+                                 CommOptions o, boolean vendorAvailable) {
+    if (c == Collective.BARRIER || c == Collective.BROADCAST || ranks == 1) {
+      return Algorithm.FLAT;
+    }
+    Algorithm forced = o.algorithm();
+    boolean lpWanted = forced == Algorithm.LP || (forced == Algorithm.AUTO && o.lowPrecisionEnabled(c) && bytes >= o.lpMinBytes());
+    if (lpWanted && lowPrecisionEligible(c, dtype, op)) {
+      return Algorithm.LP;
+    }
+    if (forced == Algorithm.VENDOR) {
+      if (!vendorAvailable) {
+        throw new IllegalArgumentException("algorithm VENDOR needs the GPU backend with NCCL/RCCL loaded; this communicator has none");
+      }
+      return Algorithm.VENDOR;
+    }
+    if (forced == Algorithm.FLAT || forced == Algorithm.TREE) {
+      return c == Collective.ALL_REDUCE ? forced : Algorithm.FLAT;
+    }
+    if (c == Collective.ALL_REDUCE) {
+      if (bytes <= o.flatMaxBytes()) return Algorithm.FLAT;
+      if (bytes <= o.treeMaxBytes() || !vendorAvailable) return Algorithm.TREE;
+      return Algorithm.VENDOR;
+    }
+    return bytes > o.treeMaxBytes() && vendorAvailable ? Algorithm.VENDOR : Algorithm.FLAT;
+  }
+}

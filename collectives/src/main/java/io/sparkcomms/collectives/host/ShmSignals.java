@@ -1,0 +1,96 @@
+package io.sparkcomms.collectives.host;
+
+import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommTimeoutException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The barrier of a host communicator, over the control blocks of an {@link ShmSegment}.
+ *
+ * <p>Each rank keeps a monotonic epoch: barrier k of a communicator has epoch k on every rank (all
+ * ranks make the same calls). Rank r arrives by storing epoch k into its slot on every peer
+ * (setRelease), then waits until every peer's slot on r holds at least k (getAcquire). Ordering
+ * argument: everything r wrote to its staging area before the release store is visible to a peer
+ * whose acquire load sees k, so after the barrier every rank can read every peer's data; and
+ * because a peer only writes its staging area again after its next arrival, which needs our arrival
+ * at the barrier that ends our reads, nobody overwrites data that is still being read. Epochs only
+ * grow, so slots never need resetting.
+ *
+ * <p>Every wait is bounded: it gives up after the communicator's timeout (aborting the communicator so
+ * the other ranks stop waiting too), stops as soon as any rank aborted, and checks every
+ * {@link #LIVENESS_NANOS} that the awaited peer's process still exists.
+ */
+final class ShmSignals {
+  private static final long LIVENESS_NANOS = 100_000_000L;
+  private static final int SPINS = 4_000;
+  private static final int YIELDS = 2_000;
+
+  private final ShmSegment seg;
+  private final int rank;
+  private final int ranks;
+  private final long timeoutNanos;
+  private final long[] peerPids;
+  private final long myPid = ProcessHandle.current().pid();
+  private long epoch;
+
+  ShmSignals(ShmSegment seg, int rank, Duration timeout, long[] peerPids) {
+    this.seg = seg;
+    this.rank = rank;
+    this.ranks = seg.ranks();
+    this.timeoutNanos = timeout.toNanos();
+    this.peerPids = peerPids;
+  }
+
+  long epoch() { return epoch; }
+
+  /** Full barrier: release our writes, acquire every peer's. {@code what} names the call for errors. */
+  void barrier(String what) {
+    long e = ++epoch;
+    for (int p = 0; p < ranks; p++) {
+      if (p != rank) ShmSegment.LONGS.setRelease(seg.ctrl, ShmSegment.slot(p, rank), e);
+    }
+    long deadline = System.nanoTime() + timeoutNanos;
+    for (int p = 0; p < ranks; p++) {
+      if (p != rank) await(p, e, deadline, what);
+    }
+  }
+
+  private void await(int peer, long e, long deadline, String what) {
+    int off = ShmSegment.slot(rank, peer);
+    long nextLiveness = 0;
+    for (int i = 0; ; i++) {
+      if ((long) ShmSegment.LONGS.getAcquire(seg.ctrl, off) >= e) return;
+      if (i < SPINS) {
+        Thread.onSpinWait();
+        continue;
+      }
+      if (seg.isAborted()) throw new CommAbortedException("communicator aborted: " + seg.abortReason());
+      long now = System.nanoTime();
+      if (now - deadline > 0) {
+        String msg = "rank " + rank + " timed out after " + timeoutNanos / 1_000_000 + " ms waiting for rank "
+            + peer + " in " + what + " (barrier epoch " + e + ", peer at " + (long) ShmSegment.LONGS.getAcquire(seg.ctrl, off) + ")";
+        seg.abort(rank, msg);
+        throw new CommTimeoutException(msg);
+      }
+      if (now - nextLiveness > 0) {
+        nextLiveness = now + LIVENESS_NANOS;
+        checkAlive(peer, what);
+      }
+      if (i < SPINS + YIELDS) Thread.yield();
+      else LockSupport.parkNanos(50_000);
+    }
+  }
+
+  private void checkAlive(int peer, String what) {
+    long pid = peerPids[peer];
+    if (pid == myPid || pid <= 0) return;
+    Optional<ProcessHandle> h = ProcessHandle.of(pid);
+    if (h.isEmpty() || !h.get().isAlive()) {
+      String msg = "rank " + peer + " (pid " + pid + ") exited during " + what;
+      seg.abort(rank, msg);
+      throw new CommAbortedException("communicator aborted: rank " + rank + ": " + msg);
+    }
+  }
+}

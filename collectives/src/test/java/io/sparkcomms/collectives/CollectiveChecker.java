@@ -1,0 +1,313 @@
+package io.sparkcomms.collectives;
+
+import io.sparkcomms.collectives.algo.AlgorithmSelector;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Runs collectives on one rank and checks this rank's output against a float64 reference. Every
+ * rank's input is a pure function of (seed, call, rank, element), so each rank — thread or process —
+ * can compute the reference of its own output without exchanging data. Outputs are poisoned first, so
+ * an element the collective did not write fails.
+ */
+public final class CollectiveChecker {
+  private final Communicator comm;
+  private final long seed;
+  private long callId;
+  private final List<String> failures = new ArrayList<>();
+  private int checkedCalls;
+
+  public CollectiveChecker(Communicator comm, long seed) {
+    this.comm = comm;
+    this.seed = seed;
+  }
+
+  public List<String> failures() { return failures; }
+  public int checkedCalls() { return checkedCalls; }
+
+  // ------------------------------------------------------------------ deterministic inputs
+
+  static long mix(long z) {
+    z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+    z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+    return z ^ (z >>> 31);
+  }
+
+  /** Uniform in [0,1) from (seed, call, rank, i). */
+  static double u(long seed, long call, int rank, long i) {
+    long h = mix(seed ^ mix(call * 0x9E3779B97F4A7C15L + rank * 0xC2B2AE3D27D4EB4FL + i));
+    return (h >>> 11) * 0x1.0p-53;
+  }
+
+  /** Data shapes. */
+  public enum Shape { UNIFORM, NORMAL, SPANNING }
+
+  /** The exact value of input element i of {@code rank} (already representable in dtype). */
+  static double input(long seed, long call, int rank, long i, DataType dt, ReduceOp op, Shape shape, long count) {
+    double v;
+    boolean prod = op != null && op.kind() == ReduceOp.Kind.PRODUCT;
+    switch (dt) {
+      case INT32:
+        return prod ? (long) (u(seed, call, rank, i) * 7) - 3 : (long) (u(seed, call, rank, i) * 2001) - 1000;
+      case INT64:
+        return prod ? (long) (u(seed, call, rank, i) * 7) - 3 : (long) ((u(seed, call, rank, i) - 0.5) * 2e12);
+      default:
+        break;
+    }
+    if (prod) v = 0.5 + u(seed, call, rank, i);
+    else if (shape == Shape.NORMAL) {
+      double a = Math.max(u(seed, call, rank, i), 1e-300), b = u(seed, call, rank + 1000, i);
+      v = Math.sqrt(-2 * Math.log(a)) * Math.cos(2 * Math.PI * b);
+    } else if (shape == Shape.SPANNING) {
+      // magnitude sweeps 1e-6..1e4 smoothly along the index (so a block shares a magnitude), random sign
+      double mag = Math.pow(10, -6 + 10.0 * i / Math.max(1, count - 1)) * (0.5 + u(seed, call, rank, i));
+      v = u(seed, call, rank + 2000, i) < 0.5 ? -mag : mag;
+    } else v = 2 * u(seed, call, rank, i) - 1;
+    return roundTo(dt, v);
+  }
+
+  static double roundTo(DataType dt, double v) {
+    switch (dt) {
+      case FLOAT32: return (float) v;
+      case BFLOAT16: return HalfFloats.bf16ToFloat(HalfFloats.floatToBf16((float) v));
+      case FLOAT16: return HalfFloats.fp16ToFloat(HalfFloats.floatToFp16((float) v));
+      default: return v;
+    }
+  }
+
+  static void fill(HostTensor t, long seed, long call, int rank, long base, long n, ReduceOp op, Shape shape, long count) {
+    for (long i = 0; i < n; i++) t.setDouble(i, input(seed, call, rank, base + i, t.dtype(), op, shape, count));
+  }
+
+  static void poison(HostTensor t) {
+    double p = t.dtype().isFloating() ? Double.NaN : -123456789;
+    for (long i = 0; i < t.count(); i++) t.setDouble(i, p);
+  }
+
+  // ------------------------------------------------------------------ tolerance
+
+  static double epsOut(DataType dt) {
+    switch (dt) {
+      case FLOAT32: return 0x1p-24;
+      case BFLOAT16: return 0x1p-8;
+      case FLOAT16: return 0x1p-11;
+      default: return 0x1p-53;
+    }
+  }
+
+  static double tiny(DataType dt) {
+    return dt == DataType.FLOAT16 ? 0x1p-25 : 1e-300;
+  }
+
+  /**
+   * An upper bound of max|x| over the quantization block holding element i (any rank): the FP8
+   * subnormal step scales with it, so values far below their block's maximum get an absolute error
+   * up to about amax * 2^-17 (half a subnormal step, 2^-10 or 2^-11, times the scale, at most
+   * 2 * amax / 240).
+   */
+  static double blockAmax(Shape shape, long i, long count, int blockSize) {
+    switch (shape) {
+      case NORMAL: return 6.5;
+      case SPANNING: return 1.5 * Math.pow(10, -6 + 10.0 * Math.min(count - 1, i + blockSize) / Math.max(1, count - 1));
+      default: return 1.0;
+    }
+  }
+
+  static final double SUBNORMAL_SLACK = 0x1p-17;
+
+  /** Reference reduction of the values {@code xs} (rank order) and the error bound of the result. */
+  static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, boolean lp) { return reduceRef(xs, op, dt, lp, 0); }
+
+  static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, boolean lp, double amax) {
+    int n = xs.length;
+    double acc, mag = 0;
+    switch (op.kind()) {
+      case MIN: acc = Double.POSITIVE_INFINITY; for (double x : xs) acc = Math.min(acc, x); return new double[] {acc, 0};
+      case MAX: acc = Double.NEGATIVE_INFINITY; for (double x : xs) acc = Math.max(acc, x); return new double[] {acc, 0};
+      case PRODUCT: {
+        if (!dt.isFloating()) {
+          long p = 1;
+          for (double x : xs) p *= (long) x;
+          return new double[] {dt == DataType.INT32 ? (int) p : p, 0};
+        }
+        acc = 1;
+        for (double x : xs) acc *= x;
+        double accEps = dt == DataType.FLOAT64 ? 0x1p-53 : 0x1p-24;
+        return new double[] {acc, ((n + 1) * accEps + epsOut(dt)) * Math.abs(acc) + tiny(dt)};
+      }
+      default: {
+        if (!dt.isFloating()) {
+          long s = 0;
+          for (double x : xs) s += (long) x;
+          if (op.kind() == ReduceOp.Kind.AVG) s /= n;
+          return new double[] {dt == DataType.INT32 ? (int) s : s, 0};
+        }
+        double f = op.kind() == ReduceOp.Kind.PREMUL_SUM ? op.factor() : 1;
+        acc = 0;
+        for (double x : xs) {
+          acc += f * x;
+          mag += Math.abs(f * x);
+        }
+        if (op.kind() == ReduceOp.Kind.AVG) {
+          acc /= n;
+          mag /= n;
+        }
+        if (lp) {
+          // two FP8 roundings (inputs, then the reduced value): each at most 2^-4 relative
+          return new double[] {acc, 0x1p-4 * mag * 1.01 + 0x1p-4 * (Math.abs(acc) + 0x1p-4 * mag) * 1.01
+              + epsOut(dt) * (Math.abs(acc) + 0.13 * mag) + (n + 1.5) * SUBNORMAL_SLACK * amax};
+        }
+        double accEps = dt == DataType.FLOAT64 ? 0x1p-53 : 0x1p-24;
+        return new double[] {acc, (n + 2) * accEps * mag + epsOut(dt) * Math.abs(acc) + tiny(dt)};
+      }
+    }
+  }
+
+  private void check(String what, HostTensor out, long i, double ref, double bound) {
+    double got = out.getDouble(i);
+    boolean ok = bound == 0 ? Double.compare(got, ref) == 0 || got == ref : Math.abs(got - ref) <= bound;
+    if (!ok && failures.size() < 20) {
+      failures.add(what + " rank " + comm.rank() + " element " + i + ": got " + got + ", expected " + ref + " ± " + bound);
+    }
+  }
+
+  // ------------------------------------------------------------------ one checked call per collective
+
+  /** allReduce (out-of-place unless {@code inPlace}); returns the algorithm the selector chose. */
+  public Algorithm allReduce(DataType dt, ReduceOp op, int count, boolean inPlace, Shape shape) {
+    long call = callId++;
+    int n = comm.size();
+    HostTensor in = HostTensor.allocate(dt, count);
+    fill(in, seed, call, comm.rank(), 0, count, op, shape, count);
+    HostTensor out = inPlace ? in : HostTensor.allocate(dt, count);
+    if (!inPlace) poison(out);
+    Algorithm algo = AlgorithmSelector.choose(Collective.ALL_REDUCE, (long) count * dt.size(), n, dt, op, comm.options(), false);
+    comm.allReduce(in, out, op);
+    boolean lp = algo == Algorithm.LP;
+    String what = "allReduce(" + dt + ", " + op + ", count=" + count + ", " + algo + (inPlace ? ", in-place" : "") + ", " + shape + ")";
+    double[] xs = new double[n];
+    for (int i = 0; i < count; i++) {
+      for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, i, dt, op, shape, count);
+      double[] rb = reduceRef(xs, op, dt, lp, n * blockAmax(shape, i, count, bs()));
+      check(what, out, i, rb[0], rb[1]);
+    }
+    checkedCalls++;
+    return algo;
+  }
+
+  public Algorithm reduceScatter(DataType dt, ReduceOp op, int count, Shape shape) {
+    long call = callId++;
+    int n = comm.size();
+    HostTensor in = HostTensor.allocate(dt, count * n);
+    fill(in, seed, call, comm.rank(), 0, (long) count * n, op, shape, (long) count * n);
+    HostTensor out = HostTensor.allocate(dt, count);
+    poison(out);
+    Algorithm algo = AlgorithmSelector.choose(Collective.REDUCE_SCATTER, (long) count * n * dt.size(), n, dt, op, comm.options(), false);
+    comm.reduceScatter(in, out, op);
+    boolean lp = algo == Algorithm.LP;
+    String what = "reduceScatter(" + dt + ", " + op + ", count=" + count + ", " + algo + ")";
+    double[] xs = new double[n];
+    for (int i = 0; i < count; i++) {
+      long gi = (long) comm.rank() * count + i;
+      for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, gi, dt, op, shape, (long) count * n);
+      double[] rb = reduceRef(xs, op, dt, lp, blockAmax(shape, gi, (long) count * n, bs()));
+      check(what, out, i, rb[0], rb[1]);
+    }
+    checkedCalls++;
+    return algo;
+  }
+
+  /** Data-movement bound: exact, or one FP8 rounding (plus the output dtype's rounding). */
+  private static double moveBound(double x, DataType dt, boolean lp, double amax) {
+    return lp ? 0x1p-4 * Math.abs(x) * 1.01 + epsOut(dt) * Math.abs(x) * 1.07 + SUBNORMAL_SLACK * amax : 0;
+  }
+
+  public Algorithm allGather(DataType dt, int count, Shape shape) {
+    long call = callId++;
+    int n = comm.size();
+    HostTensor in = HostTensor.allocate(dt, count);
+    fill(in, seed, call, comm.rank(), 0, count, null, shape, count);
+    HostTensor out = HostTensor.allocate(dt, count * n);
+    poison(out);
+    Algorithm algo = AlgorithmSelector.choose(Collective.ALL_GATHER, (long) count * n * dt.size(), n, dt, null, comm.options(), false);
+    comm.allGather(in, out);
+    boolean lp = algo == Algorithm.LP;
+    String what = "allGather(" + dt + ", count=" + count + ", " + algo + ")";
+    for (int p = 0; p < n; p++) {
+      for (int i = 0; i < count; i++) {
+        double x = input(seed, call, p, i, dt, null, shape, count);
+        check(what, out, (long) p * count + i, x, moveBound(x, dt, lp, blockAmax(shape, i, count, bs())));
+      }
+    }
+    checkedCalls++;
+    return algo;
+  }
+
+  private int bs() { return comm.options().lpBlockSize(); }
+
+  public Algorithm allToAll(DataType dt, int count, Shape shape) {
+    long call = callId++;
+    int n = comm.size();
+    HostTensor in = HostTensor.allocate(dt, count * n);
+    fill(in, seed, call, comm.rank(), 0, (long) count * n, null, shape, (long) count * n);
+    HostTensor out = HostTensor.allocate(dt, count * n);
+    poison(out);
+    Algorithm algo = AlgorithmSelector.choose(Collective.ALL_TO_ALL, (long) count * n * dt.size(), n, dt, null, comm.options(), false);
+    comm.allToAll(in, out);
+    boolean lp = algo == Algorithm.LP;
+    String what = "allToAll(" + dt + ", count=" + count + ", " + algo + ")";
+    for (int p = 0; p < n; p++) {
+      for (int i = 0; i < count; i++) {
+        double x = input(seed, call, p, (long) comm.rank() * count + i, dt, null, shape, (long) count * n);
+        check(what, out, (long) p * count + i, x, moveBound(x, dt, lp, blockAmax(shape, (long) comm.rank() * count + i, (long) count * n, bs())));
+      }
+    }
+    checkedCalls++;
+    return algo;
+  }
+
+  public void broadcast(DataType dt, int count, int root, boolean inPlace) {
+    long call = callId++;
+    HostTensor in = HostTensor.allocate(dt, count);
+    fill(in, seed, call, comm.rank(), 0, count, null, Shape.UNIFORM, count);
+    HostTensor out = inPlace ? in : HostTensor.allocate(dt, count);
+    if (!inPlace) poison(out);
+    comm.broadcast(in, out, root);
+    String what = "broadcast(" + dt + ", count=" + count + ", root=" + root + (inPlace ? ", in-place" : "") + ")";
+    for (int i = 0; i < count; i++) check(what, out, i, input(seed, call, root, i, dt, null, Shape.UNIFORM, count), 0);
+    checkedCalls++;
+  }
+
+  /**
+   * The full matrix on this rank: every collective x op x dtype x algorithm (FLAT, TREE, LP where
+   * eligible) for each count. {@code optionsByAlgo} gives a communicator per forced algorithm.
+   */
+  public static List<String> runMatrix(java.util.function.Function<Algorithm, Communicator> commFor, long seed, int[] counts) {
+    List<String> fails = new ArrayList<>();
+    for (Algorithm a : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.LP}) {
+      CollectiveChecker ck = new CollectiveChecker(commFor.apply(a), seed + a.ordinal() * 1_000_003L);
+      for (int count : counts) {
+        for (DataType dt : DataType.values()) {
+          for (ReduceOp op : ReduceOp.examples()) {
+            if (!op.supports(dt)) continue;
+            if (a == Algorithm.LP && !AlgorithmSelector.lowPrecisionEligible(Collective.ALL_REDUCE, dt, op)) continue;
+            ck.allReduce(dt, op, count, false, Shape.UNIFORM);
+            if (a != Algorithm.TREE) ck.reduceScatter(dt, op, count, Shape.UNIFORM);
+          }
+          if (a != Algorithm.TREE && (a != Algorithm.LP || AlgorithmSelector.lowPrecisionEligible(Collective.ALL_GATHER, dt, null))) {
+            ck.allGather(dt, count, Shape.UNIFORM);
+            ck.allToAll(dt, count, Shape.UNIFORM);
+          }
+          if (a == Algorithm.FLAT) {
+            ck.broadcast(dt, count, count % ck.comm.size(), false);
+            ck.allReduce(dt, ReduceOp.SUM, count, true, Shape.UNIFORM);
+            ck.broadcast(dt, count, ck.comm.size() - 1, true);
+          }
+        }
+      }
+      fails.addAll(ck.failures());
+      if (fails.size() > 20) break;
+    }
+    return fails;
+  }
+}

@@ -1,0 +1,55 @@
+package io.sparkcomms.collectives;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sparkcomms.collectives.lp.Fp8Format;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class CommOptionsTest {
+  @Test void rcclEnvironmentNamesAreHonored() {
+    CommOptions o = CommOptions.builder().applyEnvironment(Map.of(
+        "RCCL_LOW_PRECISION_ENABLE", "1",
+        "RCCL_LOW_PRECISION_ENABLE_ALLGATHER", "0",
+        "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "128K",
+        "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", "33554432",
+        "SPARKCOMMS_FP8_FORMAT", "e4m3fnuz",
+        "SPARKCOMMS_TIMEOUT_MS", "5000")).build();
+    assertTrue(o.lowPrecisionEnabled(Collective.ALL_REDUCE));
+    assertFalse(o.lowPrecisionEnabled(Collective.ALL_GATHER));
+    assertTrue(o.lowPrecisionEnabled(Collective.ALL_TO_ALL));
+    assertFalse(o.lowPrecisionEnabled(Collective.BROADCAST));
+    assertEquals(128 << 10, o.flatMaxBytes());
+    assertEquals(32 << 20, o.treeMaxBytes());
+    assertEquals(Fp8Format.E4M3FNUZ, o.fp8Format());
+    assertEquals(Duration.ofSeconds(5), o.timeout());
+  }
+
+  @Test void perCollectiveSwitchWithoutGlobal() {
+    CommOptions o = CommOptions.builder().applyEnvironment(Map.of("RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "1")).build();
+    assertTrue(o.lowPrecisionEnabled(Collective.ALL_REDUCE));
+    assertFalse(o.lowPrecisionEnabled(Collective.REDUCE_SCATTER));
+  }
+
+  @Test void malformedValuesNameTheVariable() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> CommOptions.builder().applyEnvironment(Map.of("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "lots")));
+    assertTrue(e.getMessage().contains("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES"));
+    assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().applyEnvironment(Map.of("RCCL_LOW_PRECISION_ENABLE", "maybe")));
+    assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().flatMaxBytes(1 << 20).treeMaxBytes(1 << 10).build());
+    assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().timeout(Duration.ZERO));
+  }
+
+  @Test void sizes() {
+    assertEquals(1024, Sizes.parseBytes("1K"));
+    assertEquals(64L << 20, Sizes.parseBytes("64M"));
+    assertEquals(1L << 30, Sizes.parseBytes("1GiB"));
+    assertEquals(512, Sizes.parseBytes("512"));
+    assertEquals("64M", Sizes.format(64L << 20));
+    assertThrows(IllegalArgumentException.class, () -> Sizes.parseBytes("-1"));
+  }
+}

@@ -1,0 +1,66 @@
+package io.sparkcomms.collectives.algo;
+
+import static io.sparkcomms.collectives.Algorithm.FLAT;
+import static io.sparkcomms.collectives.Algorithm.LP;
+import static io.sparkcomms.collectives.Algorithm.TREE;
+import static io.sparkcomms.collectives.Algorithm.VENDOR;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.ReduceOp;
+import org.junit.jupiter.api.Test;
+
+class AlgorithmSelectorTest {
+  static final CommOptions DEF = CommOptions.defaults();
+  static final CommOptions LPON = CommOptions.builder().lowPrecision(true).build();
+
+  static Algorithm ar(long bytes, CommOptions o, boolean vendor) {
+    return AlgorithmSelector.choose(Collective.ALL_REDUCE, bytes, 8, DataType.FLOAT32, ReduceOp.SUM, o, vendor);
+  }
+
+  @Test void allReduceThresholds() {
+    assertEquals(FLAT, ar(8 << 10, DEF, true));
+    assertEquals(FLAT, ar(DEF.flatMaxBytes(), DEF, true));
+    assertEquals(TREE, ar(DEF.flatMaxBytes() + 1, DEF, true));
+    assertEquals(TREE, ar(DEF.treeMaxBytes(), DEF, true));
+    assertEquals(VENDOR, ar(DEF.treeMaxBytes() + 1, DEF, true));
+    assertEquals(TREE, ar(1L << 30, DEF, false), "no vendor library: stay on TREE");
+  }
+
+  @Test void lowPrecisionGates() {
+    assertEquals(TREE, ar(16 << 20, DEF, false), "LP is opt-in");
+    assertEquals(LP, ar(16 << 20, LPON, false));
+    assertEquals(TREE, ar((16 << 20) - 1, LPON, false), "below lpMinBytes");
+    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 8, DataType.FLOAT16, ReduceOp.SUM, LPON, false), "fp16 not eligible");
+    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 8, DataType.BFLOAT16, ReduceOp.AVG, LPON, false));
+    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 8, DataType.FLOAT32, ReduceOp.MAX, LPON, false), "MAX not eligible");
+    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, LPON, false));
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.BROADCAST, 64 << 20, 8, DataType.FLOAT32, null, LPON, false));
+    CommOptions perColl = CommOptions.builder().lowPrecision(true).lowPrecision(Collective.ALL_GATHER, false).build();
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, perColl, false));
+    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_TO_ALL, 64 << 20, 8, DataType.FLOAT32, null, perColl, false));
+    CommOptions onlyAr = CommOptions.builder().lowPrecision(Collective.ALL_REDUCE, true).build();
+    assertEquals(LP, ar(64 << 20, onlyAr, false));
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.REDUCE_SCATTER, 64 << 20, 8, DataType.FLOAT32, ReduceOp.SUM, onlyAr, false));
+  }
+
+  @Test void forcedAlgorithms() {
+    CommOptions lp = CommOptions.builder().algorithm(LP).build();
+    assertEquals(LP, ar(4, lp, false), "forced LP ignores the size threshold");
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_REDUCE, 4, 8, DataType.INT32, ReduceOp.SUM, lp, false), "ineligible dtype falls through");
+    assertEquals(TREE, ar(4, CommOptions.builder().algorithm(TREE).build(), false));
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_GATHER, 4, 8, DataType.FLOAT32, null, CommOptions.builder().algorithm(TREE).build(), false));
+    CommOptions vendor = CommOptions.builder().algorithm(VENDOR).build();
+    assertEquals(VENDOR, ar(4, vendor, true));
+    assertThrows(IllegalArgumentException.class, () -> ar(4, vendor, false));
+  }
+
+  @Test void oneRankAndBarrier() {
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_REDUCE, 1L << 30, 1, DataType.FLOAT32, ReduceOp.SUM, LPON, true));
+    assertEquals(FLAT, AlgorithmSelector.choose(Collective.BARRIER, 0, 8, DataType.FLOAT32, null, DEF, true));
+  }
+}

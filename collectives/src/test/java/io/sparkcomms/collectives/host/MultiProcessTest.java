@@ -1,0 +1,111 @@
+package io.sparkcomms.collectives.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Ranks in separate JVM processes: the full matrix, and a rank that dies mid-run. */
+class MultiProcessTest {
+  private Path dir;
+  private final List<Process> procs = new ArrayList<>();
+
+  @BeforeEach void setUp() { dir = FileRendezvous.createDirectory(); }
+
+  @AfterEach void tearDown() throws IOException {
+    procs.forEach(Process::destroyForcibly);
+    try (Stream<Path> s = Files.walk(dir)) {
+      s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+  }
+
+  private static List<String> sparkcommsSegments() throws IOException {
+    try (Stream<Path> s = Files.list(Paths.get("/dev/shm"))) {
+      return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("sparkcomms-")).toList();
+    }
+  }
+
+  private Process start(int rank, int size, String mode, long seed, long timeoutMs) throws IOException {
+    String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx1g", "-cp", System.getProperty("java.class.path"),
+        RankProcessMain.class.getName(), dir.toString(), "" + rank, "" + size, mode, "" + seed, "" + timeoutMs);
+    pb.redirectErrorStream(true);
+    Process p = pb.start();
+    procs.add(p);
+    return p;
+  }
+
+  /** Collects a process's output lines asynchronously. */
+  private static CompletableFuture<List<String>> lines(Process p, CompletableFuture<Void> ready) {
+    return CompletableFuture.supplyAsync(() -> {
+      List<String> out = new ArrayList<>();
+      try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String l; (l = r.readLine()) != null; ) {
+          out.add(l);
+          if (l.equals("READY") && ready != null) ready.complete(null);
+        }
+      } catch (IOException e) {
+        out.add("IO " + e);
+      }
+      return out;
+    });
+  }
+
+  @ParameterizedTest(name = "{0} processes")
+  @ValueSource(ints = {2, 4})
+  void fullMatrixAcrossProcesses(int n) throws Exception {
+    long seed = System.nanoTime();
+    List<CompletableFuture<List<String>>> outs = new ArrayList<>();
+    for (int r = 0; r < n; r++) outs.add(lines(start(r, n, "matrix", seed, 60_000), null));
+    for (int r = 0; r < n; r++) {
+      assertTrue(procs.get(r).waitFor(600, TimeUnit.SECONDS), "rank " + r + " did not finish");
+      List<String> out = outs.get(r).get();
+      assertEquals(0, procs.get(r).exitValue(), "rank " + r + " (seed " + seed + "): " + out);
+      assertTrue(out.contains("OK matrix"), out.toString());
+    }
+  }
+
+  @Test
+  void killedRankMakesTheOthersFailWithinTheTimeout() throws Exception {
+    int n = 3;
+    long timeoutMs = 20_000;
+    List<CompletableFuture<Void>> ready = new ArrayList<>();
+    List<CompletableFuture<List<String>>> outs = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      CompletableFuture<Void> rd = new CompletableFuture<>();
+      ready.add(rd);
+      outs.add(lines(start(r, n, "loop", 1, timeoutMs), rd));
+    }
+    for (CompletableFuture<Void> rd : ready) rd.get(60, TimeUnit.SECONDS);
+    assertTrue(sparkcommsSegments().isEmpty(), "segment file must be unlinked once all ranks mapped it: " + sparkcommsSegments());
+    Thread.sleep(200);
+    long t0 = System.nanoTime();
+    procs.get(1).destroyForcibly(); // kill -9 in the middle of a stream of allReduces
+    for (int r : new int[] {0, 2}) {
+      assertTrue(procs.get(r).waitFor(timeoutMs + 10_000, TimeUnit.MILLISECONDS), "rank " + r + " hangs after a peer died");
+      String out = String.join("\n", outs.get(r).get());
+      assertEquals(3, procs.get(r).exitValue(), out);
+      assertTrue(out.contains("CommAbortedException") || out.contains("CommTimeoutException"), out);
+    }
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+    assertTrue(ms < timeoutMs + 10_000, "survivors took " + ms + " ms");
+  }
+}
