@@ -38,6 +38,23 @@ public abstract class AbstractCommunicator implements Communicator {
   /** Whether {@link Algorithm#VENDOR} can run on this communicator. */
   protected boolean vendorAvailable() { return false; }
 
+  /** Whether this is a GPU backend (selects the GPU threshold defaults). */
+  protected boolean isGpu() { return false; }
+
+  /** Whether this backend has the FP8 (LP) algorithms; without them LP requests fall through. */
+  protected boolean lowPrecisionAvailable() { return true; }
+
+  /**
+   * Backends whose calls are naturally asynchronous (GPU streams) return true and implement
+   * {@link #enqueue}: async calls then need no helper thread.
+   */
+  protected boolean enqueues() { return false; }
+
+  /** Starts the call and returns its Work without waiting (only when {@link #enqueues()}). */
+  protected Work enqueue(CollectiveCall call, String localProblem) {
+    throw new UnsupportedOperationException("enqueue");
+  }
+
   /**
    * Runs one collective. {@code localProblem} is non-null when this rank's arguments are invalid: the
    * backend should make every rank fail the call (e.g. by telling peers before raising), then raise
@@ -81,7 +98,8 @@ public abstract class AbstractCommunicator implements Communicator {
       };
       bytes = Math.max(in.bytes(), out.bytes());
       try {
-        algo = AlgorithmSelector.choose(kind, bytes, size, dtype, op, options, vendorAvailable());
+        algo = AlgorithmSelector.choose(kind, bytes, size, dtype, op, options,
+            new AlgorithmSelector.Backend(isGpu(), vendorAvailable(), lowPrecisionAvailable()));
       } catch (IllegalArgumentException e) {
         problem = e.getMessage();
       }
@@ -143,6 +161,12 @@ public abstract class AbstractCommunicator implements Communicator {
 
   private Work submit(Planned p) {
     synchronized (callLock) {
+      if (enqueues()) {
+        if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
+        drainAsync();
+        stats.record(p.call().algorithm(), p.call().messageBytes(), 0);
+        return enqueue(p.call(), p.problem());
+      }
       if (asyncExecutor == null) {
         asyncExecutor = Executors.newSingleThreadExecutor(r -> {
           Thread t = new Thread(r, "sparkcomms-async-rank-" + rank);

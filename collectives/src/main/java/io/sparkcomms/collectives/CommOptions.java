@@ -18,8 +18,8 @@ public final class CommOptions {
   /** Which backend a communicator runs on. */
   public enum Backend { AUTO, HOST, GPU }
 
-  public static final long DEFAULT_FLAT_MAX_BYTES = 256L << 10;
-  public static final long DEFAULT_TREE_MAX_BYTES = 32L << 20;
+  /** Threshold value meaning "the measured default of the backend and rank count" ({@link io.sparkcomms.collectives.algo.Thresholds}). */
+  public static final long BACKEND_DEFAULT = -1;
   public static final long DEFAULT_LP_MIN_BYTES = 16L << 20;
   public static final int DEFAULT_LP_BLOCK_SIZE = 128;
   public static final long DEFAULT_STAGING_BYTES = 16L << 20;
@@ -36,6 +36,7 @@ public final class CommOptions {
   private final Fp8Format fp8Format;
   private final int lpBlockSize;
   private final long stagingBytes;
+  private final boolean vendor;
 
   private CommOptions(Builder b) {
     this.backend = b.backend;
@@ -49,6 +50,7 @@ public final class CommOptions {
     this.fp8Format = b.fp8Format;
     this.lpBlockSize = b.lpBlockSize;
     this.stagingBytes = b.stagingBytes;
+    this.vendor = b.vendor;
   }
 
   public static Builder builder() { return new Builder(); }
@@ -71,16 +73,28 @@ public final class CommOptions {
     b.fp8Format = fp8Format;
     b.lpBlockSize = lpBlockSize;
     b.stagingBytes = stagingBytes;
+    b.vendor = vendor;
     return b;
   }
 
   public Backend backend() { return backend; }
   /** Forced algorithm, or AUTO. */
   public Algorithm algorithm() { return algorithm; }
-  /** Largest allReduce (bytes) that uses the flat one-shot algorithm under AUTO. */
+  /** Largest allReduce (bytes) on the flat one-shot under AUTO, or {@link #BACKEND_DEFAULT}. */
   public long flatMaxBytes() { return flatMaxBytes; }
-  /** Largest allReduce (bytes) that uses the tree two-shot algorithm under AUTO; above it the vendor library where there is one. */
+  /** Largest allReduce (bytes) on the tree two-shot under AUTO (above: the vendor library where there is one), or {@link #BACKEND_DEFAULT}. */
   public long treeMaxBytes() { return treeMaxBytes; }
+
+  /** The flat limit in effect: the option, else the measured default for the backend and rank count. */
+  public long flatMaxBytes(boolean gpu, int ranks) {
+    return flatMaxBytes != BACKEND_DEFAULT ? flatMaxBytes : io.sparkcomms.collectives.algo.Thresholds.flatMaxBytes(gpu, ranks);
+  }
+
+  /** The tree limit in effect (never below the flat limit in effect). */
+  public long treeMaxBytes(boolean gpu, int ranks) {
+    long t = treeMaxBytes != BACKEND_DEFAULT ? treeMaxBytes : io.sparkcomms.collectives.algo.Thresholds.treeMaxBytes(gpu, ranks);
+    return Math.max(t, flatMaxBytes(gpu, ranks));
+  }
   /** Bound of every wait for a peer. */
   public Duration timeout() { return timeout; }
   /** Smallest message (bytes) that uses FP8 when low precision is enabled. */
@@ -91,6 +105,8 @@ public final class CommOptions {
   public int lpBlockSize() { return lpBlockSize; }
   /** Per-rank staging buffer size in bytes; larger messages are processed in chunks. */
   public long stagingBytes() { return stagingBytes; }
+  /** Whether the GPU backend may load NCCL/RCCL (for VENDOR and above the DDA range). */
+  public boolean vendor() { return vendor; }
   /** The global low-precision switch. */
   public boolean lowPrecision() { return lowPrecision; }
 
@@ -108,15 +124,15 @@ public final class CommOptions {
     return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
         + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
         + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + lpMinBytes
-        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", stagingBytes=" + stagingBytes + "}";
+        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", stagingBytes=" + stagingBytes + ", vendor=" + vendor + "}";
   }
 
   /** Builder; every setter validates its argument. */
   public static final class Builder {
     private Backend backend = Backend.AUTO;
     private Algorithm algorithm = Algorithm.AUTO;
-    private long flatMaxBytes = DEFAULT_FLAT_MAX_BYTES;
-    private long treeMaxBytes = DEFAULT_TREE_MAX_BYTES;
+    private long flatMaxBytes = BACKEND_DEFAULT;
+    private long treeMaxBytes = BACKEND_DEFAULT;
     private Duration timeout = DEFAULT_TIMEOUT;
     private boolean lowPrecision;
     private final Map<Collective, Boolean> lowPrecisionPerCollective = new EnumMap<>(Collective.class);
@@ -124,8 +140,12 @@ public final class CommOptions {
     private Fp8Format fp8Format;
     private int lpBlockSize = DEFAULT_LP_BLOCK_SIZE;
     private long stagingBytes = DEFAULT_STAGING_BYTES;
+    private boolean vendor = true;
 
     private Builder() {}
+
+    /** Allow the GPU backend to use NCCL/RCCL (default true). */
+    public Builder vendor(boolean on) { this.vendor = on; return this; }
 
     public Builder backend(Backend b) { this.backend = Objects.requireNonNull(b); return this; }
     public Builder algorithm(Algorithm a) { this.algorithm = Objects.requireNonNull(a); return this; }
@@ -162,7 +182,7 @@ public final class CommOptions {
      * {@code RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES}, {@code RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES}, and our own
      * {@code SPARKCOMMS_ALGO}, {@code SPARKCOMMS_BACKEND}, {@code SPARKCOMMS_TIMEOUT_MS},
      * {@code SPARKCOMMS_LP_MIN_BYTES}, {@code SPARKCOMMS_LP_BLOCK_SIZE}, {@code SPARKCOMMS_FP8_FORMAT},
-     * {@code SPARKCOMMS_STAGING_BYTES}. A malformed value is an error naming the variable.
+     * {@code SPARKCOMMS_STAGING_BYTES}, {@code SPARKCOMMS_VENDOR}. A malformed value is an error naming the variable.
      */
     public Builder applyEnvironment(Map<String, String> env) {
       String v;
@@ -182,11 +202,12 @@ public final class CommOptions {
       if ((v = env.get("SPARKCOMMS_LP_BLOCK_SIZE")) != null) lpBlockSize((int) bytes("SPARKCOMMS_LP_BLOCK_SIZE", v));
       if ((v = env.get("SPARKCOMMS_FP8_FORMAT")) != null) fp8Format(Fp8Format.parse(v));
       if ((v = env.get("SPARKCOMMS_STAGING_BYTES")) != null) stagingBytes(bytes("SPARKCOMMS_STAGING_BYTES", v));
+      if ((v = env.get("SPARKCOMMS_VENDOR")) != null) vendor(bool("SPARKCOMMS_VENDOR", v));
       return this;
     }
 
     public CommOptions build() {
-      if (treeMaxBytes < flatMaxBytes) {
+      if (treeMaxBytes != BACKEND_DEFAULT && flatMaxBytes != BACKEND_DEFAULT && treeMaxBytes < flatMaxBytes) {
         throw new IllegalArgumentException("treeMaxBytes (" + treeMaxBytes + ") is below flatMaxBytes (" + flatMaxBytes + ")");
       }
       return new CommOptions(this);

@@ -173,6 +173,19 @@ public final class CollectiveChecker {
 
   // ------------------------------------------------------------------ one checked call per collective
 
+  private long[] callsByAlgorithm() {
+    Algorithm[] all = Algorithm.values();
+    long[] c = new long[all.length];
+    for (int i = 0; i < all.length; i++) c[i] = comm.stats().calls(all[i]);
+    return c;
+  }
+
+  /** The algorithm the communicator ran since {@code before} (from its statistics). */
+  private Algorithm usedSince(long[] before) {
+    for (Algorithm a : Algorithm.values()) if (comm.stats().calls(a) > before[a.ordinal()]) return a;
+    throw new AssertionError("no call was recorded");
+  }
+
   /** allReduce (out-of-place unless {@code inPlace}); returns the algorithm the selector chose. */
   public Algorithm allReduce(DataType dt, ReduceOp op, int count, boolean inPlace, Shape shape) {
     long call = callId++;
@@ -181,8 +194,9 @@ public final class CollectiveChecker {
     fill(in, seed, call, comm.rank(), 0, count, op, shape, count);
     HostTensor out = inPlace ? in : HostTensor.allocate(dt, count);
     if (!inPlace) poison(out);
-    Algorithm algo = AlgorithmSelector.choose(Collective.ALL_REDUCE, (long) count * dt.size(), n, dt, op, comm.options(), false);
+    long[] before = callsByAlgorithm();
     comm.allReduce(in, out, op);
+    Algorithm algo = usedSince(before);
     boolean lp = algo == Algorithm.LP;
     String what = "allReduce(" + dt + ", " + op + ", count=" + count + ", " + algo + (inPlace ? ", in-place" : "") + ", " + shape + ")";
     double[] xs = new double[n];
@@ -202,8 +216,9 @@ public final class CollectiveChecker {
     fill(in, seed, call, comm.rank(), 0, (long) count * n, op, shape, (long) count * n);
     HostTensor out = HostTensor.allocate(dt, count);
     poison(out);
-    Algorithm algo = AlgorithmSelector.choose(Collective.REDUCE_SCATTER, (long) count * n * dt.size(), n, dt, op, comm.options(), false);
+    long[] before = callsByAlgorithm();
     comm.reduceScatter(in, out, op);
+    Algorithm algo = usedSince(before);
     boolean lp = algo == Algorithm.LP;
     String what = "reduceScatter(" + dt + ", " + op + ", count=" + count + ", " + algo + ")";
     double[] xs = new double[n];
@@ -229,8 +244,9 @@ public final class CollectiveChecker {
     fill(in, seed, call, comm.rank(), 0, count, null, shape, count);
     HostTensor out = HostTensor.allocate(dt, count * n);
     poison(out);
-    Algorithm algo = AlgorithmSelector.choose(Collective.ALL_GATHER, (long) count * n * dt.size(), n, dt, null, comm.options(), false);
+    long[] before = callsByAlgorithm();
     comm.allGather(in, out);
+    Algorithm algo = usedSince(before);
     boolean lp = algo == Algorithm.LP;
     String what = "allGather(" + dt + ", count=" + count + ", " + algo + ")";
     for (int p = 0; p < n; p++) {
@@ -252,8 +268,9 @@ public final class CollectiveChecker {
     fill(in, seed, call, comm.rank(), 0, (long) count * n, null, shape, (long) count * n);
     HostTensor out = HostTensor.allocate(dt, count * n);
     poison(out);
-    Algorithm algo = AlgorithmSelector.choose(Collective.ALL_TO_ALL, (long) count * n * dt.size(), n, dt, null, comm.options(), false);
+    long[] before = callsByAlgorithm();
     comm.allToAll(in, out);
+    Algorithm algo = usedSince(before);
     boolean lp = algo == Algorithm.LP;
     String what = "allToAll(" + dt + ", count=" + count + ", " + algo + ")";
     for (int p = 0; p < n; p++) {
@@ -283,8 +300,12 @@ public final class CollectiveChecker {
    * eligible) for each count. {@code optionsByAlgo} gives a communicator per forced algorithm.
    */
   public static List<String> runMatrix(java.util.function.Function<Algorithm, Communicator> commFor, long seed, int[] counts) {
+    return runMatrix(commFor, seed, counts, new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.LP});
+  }
+
+  public static List<String> runMatrix(java.util.function.Function<Algorithm, Communicator> commFor, long seed, int[] counts, Algorithm[] algorithms) {
     List<String> fails = new ArrayList<>();
-    for (Algorithm a : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.LP}) {
+    for (Algorithm a : algorithms) {
       CollectiveChecker ck = new CollectiveChecker(commFor.apply(a), seed + a.ordinal() * 1_000_003L);
       for (int count : counts) {
         for (DataType dt : DataType.values()) {
@@ -294,11 +315,12 @@ public final class CollectiveChecker {
             ck.allReduce(dt, op, count, false, Shape.UNIFORM);
             if (a != Algorithm.TREE) ck.reduceScatter(dt, op, count, Shape.UNIFORM);
           }
-          if (a != Algorithm.TREE && (a != Algorithm.LP || AlgorithmSelector.lowPrecisionEligible(Collective.ALL_GATHER, dt, null))) {
+          if (a != Algorithm.TREE && (a != Algorithm.LP || AlgorithmSelector.lowPrecisionEligible(Collective.ALL_GATHER, dt, null))
+) {
             ck.allGather(dt, count, Shape.UNIFORM);
             ck.allToAll(dt, count, Shape.UNIFORM);
           }
-          if (a == Algorithm.FLAT) {
+          if (a == Algorithm.FLAT || a == Algorithm.VENDOR) {
             ck.broadcast(dt, count, count % ck.comm.size(), false);
             ck.allReduce(dt, ReduceOp.SUM, count, true, Shape.UNIFORM);
             ck.broadcast(dt, count, ck.comm.size() - 1, true);

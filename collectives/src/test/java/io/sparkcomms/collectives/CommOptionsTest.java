@@ -25,6 +25,8 @@ class CommOptionsTest {
     assertFalse(o.lowPrecisionEnabled(Collective.BROADCAST));
     assertEquals(128 << 10, o.flatMaxBytes());
     assertEquals(32 << 20, o.treeMaxBytes());
+    assertEquals(128 << 10, o.flatMaxBytes(true, 2), "explicit value wins over the measured default");
+    assertEquals(CommOptions.BACKEND_DEFAULT, CommOptions.defaults().flatMaxBytes());
     assertEquals(Fp8Format.E4M3FNUZ, o.fp8Format());
     assertEquals(Duration.ofSeconds(5), o.timeout());
   }

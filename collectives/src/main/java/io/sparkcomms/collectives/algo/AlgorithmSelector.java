@@ -20,7 +20,8 @@ import io.sparkcomms.collectives.ReduceOp;
  *   <li>A forced FLAT / TREE / VENDOR is honored; VENDOR without a vendor library is an error.
  *       Collectives other than allReduce have one direct algorithm, reported as FLAT.</li>
  *   <li>allReduce under AUTO: FLAT up to {@code flatMaxBytes}, TREE up to {@code treeMaxBytes}, then
- *       VENDOR where available, else TREE.</li>
+ *       VENDOR where available, else TREE. Unset thresholds take the measured defaults of the
+ *       backend and rank count ({@link Thresholds}).</li>
  *   <li>Other collectives under AUTO: FLAT, or VENDOR above {@code treeMaxBytes} where available.</li>
  * </ol>
  */
@@ -35,14 +36,31 @@ public final class AlgorithmSelector {
     return op != null && (op.kind() == ReduceOp.Kind.SUM || op.kind() == ReduceOp.Kind.AVG);
   }
 
+  /** What the backend of a call offers. */
+  public record Backend(boolean gpu, boolean vendor, boolean lowPrecision) {
+    public static final Backend HOST = new Backend(false, false, true);
+  }
+
+  /** For the host backend (or any backend without GPU thresholds) with the given vendor availability. */
   public static Algorithm choose(Collective c, long bytes, int ranks, DataType dtype, ReduceOp op,
                                  CommOptions o, boolean vendorAvailable) {
+    return choose(c, bytes, ranks, dtype, op, o, new Backend(false, vendorAvailable, true));
+  }
+
+  /**
+   * The algorithm for one call. A backend without the FP8 path ({@code lowPrecision} false) makes LP
+   * requests fall through to the full-precision rules, as for an ineligible dtype.
+   */
+  public static Algorithm choose(Collective c, long bytes, int ranks, DataType dtype, ReduceOp op,
+                                 CommOptions o, Backend b) {
+    boolean vendorAvailable = b.vendor();
+    boolean lpAvailable = b.lowPrecision();
     if (c == Collective.BARRIER || c == Collective.BROADCAST || ranks == 1) {
       return Algorithm.FLAT;
     }
     Algorithm forced = o.algorithm();
     boolean lpWanted = forced == Algorithm.LP || (forced == Algorithm.AUTO && o.lowPrecisionEnabled(c) && bytes >= o.lpMinBytes());
-    if (lpWanted && lowPrecisionEligible(c, dtype, op)) {
+    if (lpWanted && lpAvailable && lowPrecisionEligible(c, dtype, op)) {
       return Algorithm.LP;
     }
     if (forced == Algorithm.VENDOR) {
@@ -55,10 +73,10 @@ public final class AlgorithmSelector {
       return c == Collective.ALL_REDUCE ? forced : Algorithm.FLAT;
     }
     if (c == Collective.ALL_REDUCE) {
-      if (bytes <= o.flatMaxBytes()) return Algorithm.FLAT;
-      if (bytes <= o.treeMaxBytes() || !vendorAvailable) return Algorithm.TREE;
+      if (bytes <= o.flatMaxBytes(b.gpu(), ranks)) return Algorithm.FLAT;
+      if (bytes <= o.treeMaxBytes(b.gpu(), ranks) || !vendorAvailable) return Algorithm.TREE;
       return Algorithm.VENDOR;
     }
-    return bytes > o.treeMaxBytes() && vendorAvailable ? Algorithm.VENDOR : Algorithm.FLAT;
+    return bytes > o.treeMaxBytes(b.gpu(), ranks) && vendorAvailable ? Algorithm.VENDOR : Algorithm.FLAT;
   }
 }

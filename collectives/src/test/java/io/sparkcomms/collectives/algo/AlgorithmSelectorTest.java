@@ -22,13 +22,33 @@ class AlgorithmSelectorTest {
     return AlgorithmSelector.choose(Collective.ALL_REDUCE, bytes, 8, DataType.FLOAT32, ReduceOp.SUM, o, vendor);
   }
 
+  static Algorithm gpu(long bytes, int ranks, CommOptions o) {
+    return AlgorithmSelector.choose(Collective.ALL_REDUCE, bytes, ranks, DataType.FLOAT32, ReduceOp.SUM, o,
+        new AlgorithmSelector.Backend(true, true, false));
+  }
+
   @Test void allReduceThresholds() {
-    assertEquals(FLAT, ar(8 << 10, DEF, true));
-    assertEquals(FLAT, ar(DEF.flatMaxBytes(), DEF, true));
-    assertEquals(TREE, ar(DEF.flatMaxBytes() + 1, DEF, true));
-    assertEquals(TREE, ar(DEF.treeMaxBytes(), DEF, true));
-    assertEquals(VENDOR, ar(DEF.treeMaxBytes() + 1, DEF, true));
-    assertEquals(TREE, ar(1L << 30, DEF, false), "no vendor library: stay on TREE");
+    CommOptions o = CommOptions.builder().flatMaxBytes(256 << 10).treeMaxBytes(32 << 20).build();
+    assertEquals(FLAT, ar(8 << 10, o, true));
+    assertEquals(FLAT, ar(256 << 10, o, true));
+    assertEquals(TREE, ar((256 << 10) + 1, o, true));
+    assertEquals(TREE, ar(32 << 20, o, true));
+    assertEquals(VENDOR, ar((32 << 20) + 1, o, true));
+    assertEquals(TREE, ar(1L << 30, o, false), "no vendor library: stay on TREE");
+  }
+
+  @Test void measuredDefaultsPerBackendAndRankCount() {
+    assertEquals(FLAT, gpu(4 << 20, 2, DEF), "2 GPUs: flat up to 4 MB");
+    assertEquals(TREE, gpu((4 << 20) + 1, 2, DEF));
+    assertEquals(TREE, gpu(128 << 20, 2, DEF));
+    assertEquals(VENDOR, gpu((128 << 20) + 1, 2, DEF), "NCCL above 128 MB");
+    assertEquals(TREE, gpu(1 << 20, 8, DEF), "8 GPUs: flat only to 256 KB");
+    assertEquals(FLAT, ar(256 << 10, DEF, false), "host: flat to 256 KB");
+    assertEquals(TREE, ar(1L << 30, DEF, false), "host: tree above, no vendor");
+    assertEquals(TREE, gpu(1 << 20, 2, CommOptions.builder().flatMaxBytes(64 << 10).build()), "an explicit option wins");
+    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.FLOAT32, ReduceOp.SUM,
+        CommOptions.builder().lowPrecision(true).build(), new AlgorithmSelector.Backend(true, true, false)),
+        "a backend without LP falls through");
   }
 
   @Test void lowPrecisionGates() {

@@ -1,0 +1,295 @@
+package io.sparkcomms.collectives.gpu;
+
+import io.sparkcomms.collectives.AbstractCommunicator;
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.CollectiveCall;
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommException;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Tensor;
+import io.sparkcomms.collectives.Work;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import io.sparkcomms.nativeapi.GpuLibrary;
+import io.sparkcomms.nativeapi.SparkCommsNative;
+import io.sparkcomms.nativeapi.SparkCommsNative.sc_comm;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * The GPU backend: DDA kernels through the native library, the vendor library (NCCL / RCCL) above
+ * the DDA range. Calls are ordered on one stream (the communicator's, or the caller's with
+ * {@link #useStream(long)}). Synchronous calls wait for the stream; async calls return a {@link Work}
+ * on a device event. Device-side waits time out (the kernel reports it; {@code sc_comm_check}
+ * raises it here), so no call hangs.
+ *
+ * <p>Unlike the host backend, ranks do not exchange call descriptors (that would cost a host
+ * round-trip per call): a rank with invalid arguments raises locally and its peers' kernels time out.
+ */
+public final class GpuCommunicator extends AbstractCommunicator {
+  private final int device;
+  private final sc_comm comm;
+  private final Pointer ownStream;
+  private Pointer stream;
+  private final boolean vendor;
+  private volatile boolean aborted;
+  /** Async calls whose event has not been seen complete yet; bounded, drained by synchronize(). */
+  private final java.util.ArrayDeque<EventWork> pending = new java.util.ArrayDeque<>();
+  private static final int MAX_PENDING = 256;
+
+  private GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor) {
+    super(rank, size, o);
+    this.device = device;
+    this.comm = comm;
+    this.ownStream = stream;
+    this.stream = stream;
+    this.vendor = vendor;
+  }
+
+  /** Collective over the rendezvous: every rank calls it with its own device. */
+  public static GpuCommunicator create(Rendezvous rv, CommOptions o, int device) {
+    GpuLibrary.require();
+    int n = rv.size(), r = rv.rank();
+    Duration t = o.timeout();
+    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device(" + device + ")");
+    sc_comm comm = new sc_comm();
+    Native.check(SparkCommsNative.sc_comm_create(r, n, device, o.stagingBytes(), t.toMillis() / 1000.0, comm), "sc_comm_create");
+    Pointer stream = null;
+    try {
+      int blobLen = (int) SparkCommsNative.sc_comm_export_size();
+      BytePointer mine = new BytePointer(blobLen);
+      Native.check(SparkCommsNative.sc_comm_export(comm, mine, blobLen), "sc_comm_export");
+      byte[] b = new byte[blobLen];
+      mine.get(b);
+      byte[][] all = rv.allGather(b, t);
+      BytePointer blobs = new BytePointer((long) blobLen * n);
+      for (int p = 0; p < n; p++) blobs.position((long) p * blobLen).put(all[p]);
+      blobs.position(0);
+      String err = statusOf(SparkCommsNative.sc_comm_connect(comm, blobs, blobLen), "sc_comm_connect");
+      agree(rv, err, t, "connect to peers' GPU memory");
+      boolean vendor = false;
+      if (o.vendor() && n > 1 && SparkCommsNative.sc_vendor_available() == 1) {
+        int idLen = SparkCommsNative.sc_vendor_unique_id_size();
+        byte[] id = new byte[idLen];
+        if (r == 0) {
+          BytePointer idp = new BytePointer(idLen);
+          Native.check(SparkCommsNative.sc_vendor_unique_id(idp, idLen), "sc_vendor_unique_id");
+          idp.get(id);
+        }
+        byte[] root = rv.allGather(id, t)[0];
+        err = statusOf(SparkCommsNative.sc_vendor_comm_init(comm, new BytePointer(root)), "sc_vendor_comm_init");
+        agree(rv, err, t, "initialize the vendor communicator");
+        vendor = true;
+      }
+      stream = new Pointer((Pointer) null);
+      Native.check(SparkCommsNative.sc_stream_create(stream), "sc_stream_create");
+      return new GpuCommunicator(r, n, o, device, comm, stream, vendor);
+    } catch (RuntimeException e) {
+      SparkCommsNative.sc_comm_abort(comm);
+      SparkCommsNative.sc_comm_destroy(comm);
+      throw e;
+    }
+  }
+
+  private static String statusOf(int status, String what) {
+    return status == SparkCommsNative.SC_OK ? null : what + ": " + SparkCommsNative.sc_last_error();
+  }
+
+  /** All ranks learn whether every rank succeeded a setup step, and all raise if one did not. */
+  private static void agree(Rendezvous rv, String err, Duration t, String step) {
+    byte[][] all = rv.allGather((err == null ? "" : err).getBytes(StandardCharsets.UTF_8), t);
+    for (int p = 0; p < all.length; p++) {
+      if (all[p].length > 0) throw new CommException("rank " + p + " could not " + step + ": " + new String(all[p], StandardCharsets.UTF_8));
+    }
+  }
+
+  @Override public String backendName() { return "gpu"; }
+  public int device() { return device; }
+
+  /** Runs later calls on the caller's stream ({@code cudaStream_t} / {@code hipStream_t}); 0 = the communicator's own. */
+  public synchronized void useStream(long streamAddress) {
+    stream = streamAddress == 0 ? ownStream : new DevicePointer(streamAddress);
+  }
+
+  /** The stream calls run on, as an address. */
+  public long streamAddress() { return stream.address(); }
+
+  @Override protected boolean vendorAvailable() { return vendor; }
+  @Override protected boolean isGpu() { return true; }
+  @Override protected boolean lowPrecisionAvailable() { return false; }
+  @Override protected boolean enqueues() { return true; }
+
+  @Override protected String checkTensors(Collective kind, Tensor in, Tensor out) {
+    if (!(in instanceof DeviceTensor) || !(out instanceof DeviceTensor)) {
+      return kind.apiName() + ": the GPU backend needs DeviceTensor inputs and outputs, got "
+          + in.getClass().getSimpleName() + " and " + out.getClass().getSimpleName();
+    }
+    if (((DeviceTensor) in).device() != device || ((DeviceTensor) out).device() != device) {
+      return kind.apiName() + ": tensors must live on this rank's device " + device;
+    }
+    return null;
+  }
+
+  @Override protected void execute(CollectiveCall c, String problem) {
+    launch(c, problem);
+    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+  }
+
+  @Override protected Work enqueue(CollectiveCall c, String problem) {
+    launch(c, problem);
+    Pointer ev = new Pointer((Pointer) null);
+    Native.check(SparkCommsNative.sc_event_create(ev), "sc_event_create");
+    Native.check(SparkCommsNative.sc_event_record(ev, stream), "sc_event_record");
+    EventWork w = new EventWork(ev, c.kind().apiName());
+    synchronized (pending) {
+      pending.removeIf(EventWork::isCompleted);
+      while (pending.size() >= MAX_PENDING) pending.pollFirst().waitFor();
+      pending.addLast(w);
+    }
+    return w;
+  }
+
+  private void launch(CollectiveCall c, String problem) {
+    if (aborted) throw new CommAbortedException("communicator aborted on rank " + rank);
+    if (problem != null) throw new IllegalArgumentException(problem);
+    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
+    Pointer in = c.in() == null ? null : ((DeviceTensor) c.in()).pointer();
+    Pointer out = c.out() == null ? null : ((DeviceTensor) c.out()).pointer();
+    int dt = c.dtype().code();
+    int op = c.op() == null ? 0 : c.op().kind().code();
+    double f = c.op() == null ? 1 : c.op().factor();
+    boolean v = c.algorithm() == Algorithm.VENDOR;
+    int st;
+    switch (c.kind()) {
+      case ALL_REDUCE: st = SparkCommsNative.sc_allreduce(comm, in, out, c.count(), dt, op, f, c.algorithm().code(), stream); break;
+      case ALL_GATHER: st = v ? SparkCommsNative.sc_vendor_allgather(comm, in, out, c.count(), dt, stream)
+          : SparkCommsNative.sc_allgather(comm, in, out, c.count(), dt, stream); break;
+      case REDUCE_SCATTER: st = v ? SparkCommsNative.sc_vendor_reducescatter(comm, in, out, c.count(), dt, op, f, stream)
+          : SparkCommsNative.sc_reducescatter(comm, in, out, c.count(), dt, op, f, stream); break;
+      case ALL_TO_ALL: st = SparkCommsNative.sc_alltoall(comm, in, out, c.count(), dt, stream); break; // no vendor all-to-all: direct
+      case BROADCAST: st = v ? SparkCommsNative.sc_vendor_broadcast(comm, in, out, c.count(), dt, c.root(), stream)
+          : SparkCommsNative.sc_broadcast(comm, in, out, c.count(), dt, c.root(), stream); break;
+      case BARRIER: st = SparkCommsNative.sc_barrier(comm, stream); break;
+      default: throw new AssertionError(c.kind());
+    }
+    try {
+      Native.check(st, c.kind().apiName() + "(" + c.algorithm() + ")");
+    } catch (CommException e) {
+      aborted = true;
+      throw e;
+    }
+  }
+
+  /**
+   * Stream-ordered allReduce, the form GPU code uses (as with NCCL): enqueues on this communicator's
+   * stream and returns at once, with no event and no wait. Kernel errors (a peer's timeout) surface
+   * at the next {@link #synchronize()} or synchronous call. {@code algo} AUTO lets the selector pick.
+   * Returns the algorithm that runs.
+   */
+  public Algorithm allReduceOnStream(DeviceTensor in, DeviceTensor out, io.sparkcomms.collectives.ReduceOp op, Algorithm algo) {
+    if (isClosed()) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
+    if (in.dtype() != out.dtype() || out.count() < in.count()) {
+      throw new IllegalArgumentException("allReduce: output " + out + " cannot hold input " + in);
+    }
+    String problem = checkTensors(Collective.ALL_REDUCE, in, out);
+    if (problem != null) throw new IllegalArgumentException(problem);
+    if (!op.supports(in.dtype())) throw new IllegalArgumentException("allReduce: " + op + " is not defined for " + in.dtype());
+    Algorithm a = algo;
+    if (a == Algorithm.AUTO) {
+      a = io.sparkcomms.collectives.algo.AlgorithmSelector.choose(Collective.ALL_REDUCE, in.bytes(), size, in.dtype(), op,
+          options, new io.sparkcomms.collectives.algo.AlgorithmSelector.Backend(true, vendor, false));
+    } else if (a == Algorithm.VENDOR && !vendor) {
+      throw new IllegalArgumentException("algorithm VENDOR: NCCL/RCCL is not loaded in this communicator");
+    } else if (a == Algorithm.LP) {
+      throw new IllegalArgumentException("algorithm LP is not available on the GPU backend yet");
+    }
+    launch(new CollectiveCall(Collective.ALL_REDUCE, in, out, op, 0, in.dtype(), in.count(), a, in.bytes()), null);
+    stats().record(a, in.bytes(), 0);
+    return a;
+  }
+
+  /** Enqueues a device-side busy wait (benchmarks: the host queues work behind it). */
+  public void delayStream(double microseconds) {
+    Native.check(SparkCommsNative.sc_stream_delay(stream, microseconds), "sc_stream_delay");
+  }
+
+  /** Blocks until every call issued so far finished; raises a device-side timeout or abort. */
+  public void synchronize() {
+    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
+    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    synchronized (pending) {
+      pending.forEach(EventWork::isCompleted); // all done now: releases their events
+      pending.clear();
+    }
+    Native.check(SparkCommsNative.sc_comm_check(comm), "collective");
+  }
+
+  @Override public void abort(String reason) {
+    aborted = true;
+    if (!isClosed()) SparkCommsNative.sc_comm_abort(comm);
+  }
+
+  @Override public boolean isAborted() { return aborted; }
+
+  @Override protected void release() {
+    SparkCommsNative.sc_set_device(device);
+    SparkCommsNative.sc_stream_synchronize(ownStream);
+    if (stream != ownStream) SparkCommsNative.sc_stream_synchronize(stream);
+    synchronized (pending) {
+      for (EventWork w : pending) {
+        try {
+          w.isCompleted();
+        } catch (RuntimeException e) {
+          // reported to whoever waits on it; the events are released either way
+        }
+      }
+      pending.clear();
+    }
+    SparkCommsNative.sc_comm_destroy(comm);
+    SparkCommsNative.sc_stream_destroy(ownStream);
+  }
+
+  /** Work on a device event: completion is the event's; waiting polls it within the timeout. */
+  private final class EventWork implements Work {
+    private final Pointer event;
+    private final String what;
+    private boolean done;
+
+    EventWork(Pointer event, String what) {
+      this.event = event;
+      this.what = what;
+    }
+
+    @Override public synchronized boolean isCompleted() {
+      if (done) return true;
+      int[] d = new int[1];
+      Native.check(SparkCommsNative.sc_event_query(event, d), "sc_event_query");
+      if (d[0] == 1) finish();
+      return done;
+    }
+
+    private void finish() {
+      done = true;
+      SparkCommsNative.sc_event_destroy(event);
+      Native.check(SparkCommsNative.sc_comm_check(comm), what); // a device-side timeout or abort
+    }
+
+    @Override public void waitFor() {
+      if (!waitFor(options.timeout().multipliedBy(2))) {
+        throw new CommException(what + " did not complete within " + options.timeout().multipliedBy(2));
+      }
+    }
+
+    @Override public boolean waitFor(Duration timeout) {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (!isCompleted()) {
+        if (System.nanoTime() > deadline) return false;
+        Thread.onSpinWait();
+      }
+      return true;
+    }
+  }
+}

@@ -1,0 +1,60 @@
+package io.sparkcomms.collectives.gpu;
+
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.CommStats;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Tensor;
+import io.sparkcomms.collectives.Work;
+
+/**
+ * Test adapter: runs host-tensor calls on a GPU communicator by copying inputs and (poisoned)
+ * outputs to the device, running the collective there, and copying the output back — so the
+ * host-side {@code CollectiveChecker} checks GPU kernels, unwritten elements included.
+ */
+final class DeviceStagedCommunicator implements Communicator {
+  private final GpuCommunicator g;
+
+  DeviceStagedCommunicator(GpuCommunicator g) { this.g = g; }
+
+  GpuCommunicator gpu() { return g; }
+
+  private DeviceTensor up(Tensor t) {
+    HostTensor h = (HostTensor) t;
+    DeviceTensor d = DeviceTensor.allocate(h.dtype(), h.count(), g.device());
+    d.copyFrom(h);
+    return d;
+  }
+
+  private interface Call { void run(DeviceTensor in, DeviceTensor out); }
+
+  private void staged(Tensor in, Tensor out, Call c) {
+    try (DeviceTensor din = up(in); DeviceTensor dout = in == out ? null : up(out)) {
+      DeviceTensor o = dout == null ? din : dout;
+      c.run(din, o);
+      o.copyTo((HostTensor) out);
+    }
+  }
+
+  @Override public int rank() { return g.rank(); }
+  @Override public int size() { return g.size(); }
+  @Override public String backendName() { return g.backendName(); }
+  @Override public CommOptions options() { return g.options(); }
+  @Override public void allReduce(Tensor in, Tensor out, ReduceOp op) { staged(in, out, (i, o) -> g.allReduce(i, o, op)); }
+  @Override public void allGather(Tensor in, Tensor out) { staged(in, out, g::allGather); }
+  @Override public void reduceScatter(Tensor in, Tensor out, ReduceOp op) { staged(in, out, (i, o) -> g.reduceScatter(i, o, op)); }
+  @Override public void allToAll(Tensor in, Tensor out) { staged(in, out, g::allToAll); }
+  @Override public void broadcast(Tensor in, Tensor out, int root) { staged(in, out, (i, o) -> g.broadcast(i, o, root)); }
+  @Override public void barrier() { g.barrier(); }
+  @Override public Work allReduceAsync(Tensor in, Tensor out, ReduceOp op) { throw new UnsupportedOperationException(); }
+  @Override public Work allGatherAsync(Tensor in, Tensor out) { throw new UnsupportedOperationException(); }
+  @Override public Work reduceScatterAsync(Tensor in, Tensor out, ReduceOp op) { throw new UnsupportedOperationException(); }
+  @Override public Work allToAllAsync(Tensor in, Tensor out) { throw new UnsupportedOperationException(); }
+  @Override public Work broadcastAsync(Tensor in, Tensor out, int root) { throw new UnsupportedOperationException(); }
+  @Override public Work barrierAsync() { return g.barrierAsync(); }
+  @Override public void abort(String reason) { g.abort(reason); }
+  @Override public boolean isAborted() { return g.isAborted(); }
+  @Override public CommStats stats() { return g.stats(); }
+  @Override public void close() { g.close(); }
+}

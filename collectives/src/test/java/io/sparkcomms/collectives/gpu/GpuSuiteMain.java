@@ -1,0 +1,192 @@
+package io.sparkcomms.collectives.gpu;
+
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.CollectiveChecker;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import io.sparkcomms.nativeapi.GpuLibrary;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The GPU test suite, runnable without Maven on a GPU host:
+ * <pre>
+ *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain processes N   # N processes, one GPU each
+ *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain threads N     # N GPUs in one process
+ * </pre>
+ * Every collective x op x dtype x algorithm (FLAT, TREE, VENDOR) against a float64 reference,
+ * counts 1, 7, 1023, 1M+3 and one above the staging size, outputs poisoned first; then 1000
+ * back-to-back mixed-size allReduces. Prints PASS or FAIL lines; exit code 0 only if all passed.
+ */
+public final class GpuSuiteMain {
+  static final int[] COUNTS = {1, 7, 1023, (1 << 20) + 3, (3 << 20) + 5};
+  /** VENDOR is left out when SPARKCOMMS_VENDOR=0. */
+  static final Algorithm[] ALGOS = CommOptions.fromEnvironment().vendor()
+      ? new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.VENDOR}
+      : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE};
+
+  static CommOptions options(Algorithm a) {
+    return CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).algorithm(a)
+        .stagingBytes(8 << 20).timeout(Duration.ofSeconds(60)).build();
+  }
+
+  public static void main(String[] args) throws Exception {
+    GpuLibrary.Status st = GpuLibrary.status();
+    System.out.println(st);
+    if (!st.available()) {
+      System.out.println("SKIP: " + st.reason());
+      System.exit(2);
+    }
+    String mode = args[0];
+    int n = Integer.parseInt(args[1]);
+    if (mode.equals("rank")) {
+      System.exit(rank(Paths.get(args[2]), Integer.parseInt(args[3]), n, Long.parseLong(args[4])) ? 0 : 1);
+    }
+    long seed = System.nanoTime();
+    System.out.println("seed " + seed);
+    boolean ok;
+    if (mode.equals("threads")) ok = threads(n, seed);
+    else ok = processes(n, seed);
+    System.out.println(ok ? "PASS gpu suite (" + mode + ", " + n + " ranks)" : "FAIL gpu suite (" + mode + ", " + n + " ranks)");
+    System.exit(ok ? 0 : 1);
+  }
+
+  /** One rank's whole suite over rendezvous factory {@code rv} (called once per algorithm). */
+  static List<String> suite(java.util.function.Supplier<Rendezvous> rv, int device, long seed) {
+    Map<Algorithm, Communicator> comms = new EnumMap<>(Algorithm.class);
+    try {
+      for (Algorithm a : ALGOS) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a), device)));
+      List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, ALGOS));
+      fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
+      int rank = comms.get(Algorithm.FLAT).rank();
+      System.out.println("rank " + rank + " checked " + String.join("+", java.util.Arrays.stream(ALGOS).map(Enum::name).toList())
+          + ": " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
+      return fails;
+    } finally {
+      comms.values().forEach(Communicator::close);
+    }
+  }
+
+  /**
+   * 1000 back-to-back allReduces of mixed sizes, enqueued without waiting in windows of 50 (each with
+   * its own input and poisoned output), then checked exactly: inputs are small integers, so every
+   * sum is exact in float32.
+   */
+  static List<String> backToBack(DeviceStagedCommunicator staged, long seed) {
+    GpuCommunicator g = staged.gpu();
+    int n = g.size(), window = 50;
+    int[] sizes = {1, 7, 256, 2048, 8192, 65_536, 262_147, 1 << 20};
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed); // same on every rank
+    List<String> fails = new ArrayList<>();
+    List<DeviceTensor> ins = new ArrayList<>(), outs = new ArrayList<>();
+    try {
+      for (int w = 0; w < 1000 / window; w++) {
+        int[] count = new int[window];
+        for (int k = 0; k < window; k++) {
+          count[k] = sizes[rnd.nextInt(sizes.length)];
+          float[] x = new float[count[k]];
+          for (int i = 0; i < x.length; i++) x[i] = (g.rank() + 1) * ((i * 7 + w * window + k) % 13);
+          DeviceTensor in = DeviceTensor.allocate(DataType.FLOAT32, count[k], g.device());
+          in.copyFrom(HostTensor.of(x));
+          DeviceTensor out = DeviceTensor.allocate(DataType.FLOAT32, count[k], g.device());
+          out.fillBytes(0xFF);
+          ins.add(in);
+          outs.add(out);
+        }
+        for (int k = 0; k < window; k++) g.allReduceAsync(ins.get(k), outs.get(k), ReduceOp.SUM);
+        g.synchronize();
+        float tri = n * (n + 1) / 2f;
+        for (int k = 0; k < window; k++) {
+          float[] y = new float[count[k]];
+          outs.get(k).copyTo(HostTensor.of(y));
+          for (int i = 0; i < y.length; i++) {
+            float want = tri * ((i * 7 + w * window + k) % 13);
+            if (y[i] != want && fails.size() < 20) fails.add("back-to-back call " + (w * window + k) + " count " + count[k] + " element " + i + ": " + y[i] + " != " + want);
+          }
+        }
+        ins.forEach(DeviceTensor::close);
+        outs.forEach(DeviceTensor::close);
+        ins.clear();
+        outs.clear();
+      }
+    } finally {
+      ins.forEach(DeviceTensor::close);
+      outs.forEach(DeviceTensor::close);
+    }
+    System.out.println("rank " + g.rank() + ": 1000 back-to-back allReduces checked, " + fails.size() + " wrong" + " " + g.stats());
+    return fails;
+  }
+
+  static boolean threads(int n, long seed) throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(n);
+    Map<Algorithm, InJvmRendezvous.Group> groups = new EnumMap<>(Algorithm.class);
+    for (Algorithm a : ALGOS) groups.put(a, InJvmRendezvous.group(n));
+    List<Future<List<String>>> fs = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      final int rank = r;
+      fs.add(pool.submit(() -> {
+        java.util.Iterator<Algorithm> it = java.util.Arrays.asList(ALGOS).iterator();
+        return suite(() -> groups.get(it.next()).member(rank), rank, seed);
+      }));
+    }
+    boolean ok = true;
+    for (int r = 0; r < n; r++) {
+      List<String> f = fs.get(r).get(900, TimeUnit.SECONDS);
+      System.out.println("rank " + r + ": " + f.size() + " failures");
+      if (!f.isEmpty()) {
+        ok = false;
+        System.out.println("rank " + r + " failures:\n  " + String.join("\n  ", f));
+      }
+    }
+    pool.shutdownNow();
+    return ok;
+  }
+
+  static boolean rank(Path dir, int rank, int n, long seed) {
+    java.util.Iterator<Algorithm> it = java.util.Arrays.asList(ALGOS).iterator();
+    List<String> f = suite(() -> {
+      try {
+        return new FileRendezvous(Files.createDirectories(dir.resolve(it.next().name())), rank, n);
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }, rank, seed);
+    if (!f.isEmpty()) System.out.println("rank " + rank + " failures:\n  " + String.join("\n  ", f));
+    return f.isEmpty();
+  }
+
+  static boolean processes(int n, long seed) throws Exception {
+    Path dir = FileRendezvous.createDirectory();
+    String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+    List<Process> ps = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), GpuSuiteMain.class.getName(),
+          "rank", "" + n, dir.toString(), "" + r, "" + seed).inheritIO();
+      ps.add(pb.start());
+    }
+    boolean ok = true;
+    for (Process p : ps) {
+      if (!p.waitFor(900, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        ok = false;
+      } else if (p.exitValue() != 0) ok = false;
+    }
+    return ok;
+  }
+}

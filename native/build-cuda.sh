@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the CUDA flavour of the sparkcomms native library and its GPU test program.
+#   native/target/native/linux-x86_64/libsparkcomms_cuda.so   (static cudart, sm_90)
+#   native/target/native/sc_gpu_test                           (C-level test + benchmark)
+# Exits 0 with a message when nvcc is absent, so a Maven build without CUDA still succeeds.
+# Env: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc), SC_CUDA_ARCHS (default "90").
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$here/src/main/cpp"
+out="$here/target/native"
+lib_out="$out/linux-x86_64"
+
+nvcc="${NVCC:-}"
+if [[ -z "$nvcc" ]]; then
+  if command -v nvcc >/dev/null 2>&1; then nvcc="$(command -v nvcc)";
+  elif [[ -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
+fi
+if [[ -z "$nvcc" ]]; then
+  echo "[sparkcomms] nvcc not found: skipping the CUDA library (set NVCC=... to build it)"
+  exit 0
+fi
+
+archs="${SC_CUDA_ARCHS:-90}"
+gencode=()
+for a in $archs; do gencode+=(-gencode "arch=compute_${a},code=sm_${a}"); done
+
+mkdir -p "$lib_out"
+echo "[sparkcomms] $("$nvcc" --version | tail -1)"
+echo "[sparkcomms] building $lib_out/libsparkcomms_cuda.so for sm_${archs// /,sm_}"
+"$nvcc" -std=c++17 -O3 "${gencode[@]}" -cudart static -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
+  -Xcompiler -Wall -Xptxas -warn-spills \
+  -I"$src" -shared -o "$lib_out/libsparkcomms_cuda.so" "$src/sparkcomms.cu" \
+  -Xlinker --exclude-libs=ALL -ldl -lpthread -lrt
+# Keep only the C ABI exported.
+if command -v nm >/dev/null 2>&1; then
+  bad=$(nm -D --defined-only "$lib_out/libsparkcomms_cuda.so" | awk '{print $3}' | grep -v '^sc_' | grep -v '^_' || true)
+  [[ -n "$bad" ]] && echo "[sparkcomms] note: extra exported symbols: $(echo $bad | head -c 300)"
+fi
+
+test_src="$here/src/test/cpp/sc_gpu_test.cpp"
+if [[ -f "$test_src" ]]; then
+  echo "[sparkcomms] building $out/sc_gpu_test"
+  g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -o "$out/sc_gpu_test" "$test_src" \
+    -L"$lib_out" -lsparkcomms_cuda -Wl,-rpath,'$ORIGIN/linux-x86_64' -Wl,-rpath,'$ORIGIN' -lpthread -ldl
+fi
+echo "[sparkcomms] CUDA build done"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the HIP flavour of the sparkcomms native library.
+#   ROCm >= 6 with hipcc: native/target/native/linux-x86_64/libsparkcomms_hip.so (gfx942, gfx950)
+#   otherwise, with clang-19 + HIP headers (Debian: clang-19 libamdhip64-dev): compiles the
+#   kernels as device code only (gfx942, plus gfx950 when the compiler knows it) down to AMDGPU
+#   assembly in native/target/native/hip-device/, a compile check without a ROCm install.
+# Exits 0 with a message when neither is available, so a Maven build without HIP succeeds.
+# Env: HIPCC, CLANG_HIP (default clang++-19), SC_HIP_ARCHS (default "gfx942 gfx950").
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$here/src/main/cpp"
+out="$here/target/native"
+lib_out="$out/linux-x86_64"
+archs="${SC_HIP_ARCHS:-gfx942 gfx950}"
+
+rocm_version() {
+  local v=""
+  if [[ -r /opt/rocm/.info/version ]]; then v=$(cat /opt/rocm/.info/version);
+  elif command -v hipconfig >/dev/null 2>&1; then v=$(hipconfig --version 2>/dev/null || true); fi
+  echo "${v%%-*}"
+}
+
+# Keeps the archs this compiler accepts ($1 = compiler, rest = extra flags).
+supported_archs() {
+  local cc=$1; shift
+  local ok=()
+  for a in $archs; do
+    if echo 'extern "C" __global__ void k(){}' | "$cc" -x hip --offload-arch="$a" -nogpulib --offload-device-only \
+         "$@" -S -o /dev/null - >/dev/null 2>&1; then ok+=("$a");
+    else echo "[sparkcomms] $(basename "$cc") does not support $a: skipped" >&2; fi
+  done
+  echo "${ok[@]:-}"
+}
+
+hipcc="${HIPCC:-$(command -v hipcc 2>/dev/null || echo /opt/rocm/bin/hipcc)}"
+ver="$(rocm_version)"
+if [[ -x "$hipcc" && -n "$ver" && "${ver%%.*}" -ge 6 ]]; then
+  mkdir -p "$lib_out"
+  use=$(supported_archs "$hipcc")
+  [[ -z "$use" ]] && { echo "[sparkcomms] hipcc supports none of: $archs; skipping"; exit 0; }
+  flags=()
+  for a in $use; do flags+=(--offload-arch="$a"); done
+  echo "[sparkcomms] ROCm $ver: building $lib_out/libsparkcomms_hip.so for $use"
+  "$hipcc" -std=c++17 -O3 "${flags[@]}" -fPIC -shared -fvisibility=hidden -I"$src" \
+    -o "$lib_out/libsparkcomms_hip.so" "$src/sparkcomms.cu" -ldl -lpthread
+  echo "[sparkcomms] HIP build done"
+  exit 0
+fi
+
+clang="${CLANG_HIP:-$(command -v clang++-19 2>/dev/null || true)}"
+if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
+  use=$(supported_archs "$clang")
+  [[ -z "$use" ]] && { echo "[sparkcomms] $clang supports none of: $archs; skipping"; exit 0; }
+  mkdir -p "$out/hip-device"
+  for a in $use; do
+    echo "[sparkcomms] no ROCm >= 6: compiling device code only for $a with $(basename "$clang")"
+    "$clang" -x hip --offload-arch="$a" -nogpulib --offload-device-only -std=c++17 -O3 -I"$src" \
+      -Wno-unused-command-line-argument -S -o "$out/hip-device/sparkcomms-$a.s" "$src/sparkcomms.cu"
+    n=$(grep -c '^[[:space:]]*\.amdhsa_kernel ' "$out/hip-device/sparkcomms-$a.s" || true)
+    echo "[sparkcomms] $a: $n kernels compiled to AMDGPU assembly ($out/hip-device/sparkcomms-$a.s)"
+  done
+  echo "[sparkcomms] HIP device-code check done (no host library without ROCm >= 6)"
+  exit 0
+fi
+
+echo "[sparkcomms] neither hipcc (ROCm >= 6) nor clang++-19 with HIP headers found: skipping the HIP build"
+echo "[sparkcomms]   (Debian/Ubuntu: apt-get install clang-19 libamdhip64-dev for the device-code check)"
+exit 0

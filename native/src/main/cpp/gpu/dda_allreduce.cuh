@@ -1,0 +1,217 @@
+// DDA allreduce kernels: flat (one-shot) and tree (two-shot), push style.
+//
+// Both write into peers' registered staging buffers (remote stores over NVLink / xGMI), pass one
+// barrier, and then read only local memory. Each unit (16 bytes) is handled by the same
+// (block, thread) in every phase and on every rank; the barrier is per block, so that identical
+// mapping is what makes "peer block b arrived" cover exactly the units block b will read.
+#pragma once
+
+#include "dda_types.cuh"
+
+// Flat / one-shot. Staging half of rank p holds n slots of `units` 16-byte units; slot q is
+// written by rank q.
+//   phase 1: push own input unit u into slot `rank` of every peer
+//   barrier
+//   phase 2: out[u] = reduce over q=0..n-1 of (q == rank ? own input : own slot q)[u]
+template <int DT, int OP>
+__global__ void __launch_bounds__(SC_THREADS)
+sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
+                    typename ScType<DT>::T* __restrict__ recv, size_t count,
+                    typename ScType<DT>::Acc factor) {
+  sc_pdl_wait();
+  sc_pdl_launch_dependents();
+  const int n = c.nranks, r = c.rank;
+  const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
+  const size_t slot = units * 16;
+  const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+  uint4* dst[SC_MAX_RANKS];
+#pragma unroll
+  for (int q = 0; q < SC_MAX_RANKS; ++q)
+    dst[q] = (q < n) ? (uint4*)(sc_half(c, q, seq) + (size_t)r * slot) : nullptr;
+
+  for (size_t u = t0; u < units; u += stride) {
+    const uint4 x = sc_load_unit<DT>(send, u, count, sal);
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q)
+      if (q < n && q != r) dst[q][u] = x;
+  }
+
+  if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1)) {
+    const char* mine = sc_half(c, r, seq);
+    for (size_t u = t0; u < units; u += stride) {
+      uint4 v[SC_MAX_RANKS];
+#pragma unroll
+      for (int q = 0; q < SC_MAX_RANKS; ++q) {
+        if (q < n) {
+          v[q] = (q == r) ? sc_load_unit<DT>(send, u, count, sal)
+                          : sc_ld16_cg((const uint4*)(mine + (size_t)q * slot) + u);
+        } else {
+          v[q] = make_uint4(0, 0, 0, 0);
+        }
+      }
+      sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
+    }
+  }
+}
+
+// LL flag of an operation: a hash of its sequence number (never 0), so that stale lines of
+// earlier operations, or raw data of other kernels, practically never carry it.
+SC_DEV uint32_t sc_ll_flag(uint64_t seq) {
+  return (uint32_t)(((seq + 1) * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
+}
+
+// Waits for one LL unit (two lines) of rank `peer` in our staging and returns its 16 data bytes.
+SC_DEV bool sc_ll_recv(const ScDevComm& c, const char* p, uint32_t flag, int peer, uint4* out) {
+  uint4 a = sc_ld_ll16(p), b = sc_ld_ll16(p + 16);
+  if (a.y != flag || a.w != flag || b.y != flag || b.w != flag) {
+    const uint64_t t0 = sc_now_ticks();
+    unsigned it = 0;
+    for (;;) {
+      a = sc_ld_ll16(p);
+      b = sc_ld_ll16(p + 16);
+      if (a.y == flag && a.w == flag && b.y == flag && b.w == flag) break;
+      if ((++it & 255u) == 0) {
+        if (sc_ld_volatile_i32(c.abort_flag)) {
+          sc_report(c, SC_DEVERR_ABORT, peer);
+          return false;
+        }
+        if (c.err[0] != SC_DEVERR_NONE) return false;
+        if (sc_now_ticks() - t0 > c.timeout_ticks) {
+          sc_report(c, SC_DEVERR_TIMEOUT, peer);
+          return false;
+        }
+      }
+    }
+  }
+  *out = make_uint4(a.x, a.z, b.x, b.z);
+  return true;
+}
+
+// Flat / one-shot, LL protocol (small messages). No barrier: each unit travels as two LL lines
+// whose flags prove arrival, so latency is one one-way NVLink trip. The slot of rank q in our
+// staging half holds units*32 bytes. Reuse of a half two operations later is safe for the same
+// reason as in signal.cuh: completing an operation means having received every peer's lines of
+// it, which each peer only sent after finishing its previous operation.
+template <int DT, int OP>
+__global__ void __launch_bounds__(SC_THREADS)
+sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
+                  typename ScType<DT>::T* __restrict__ recv, size_t count,
+                  typename ScType<DT>::Acc factor) {
+  sc_pdl_wait();
+  sc_pdl_launch_dependents();
+  const uint32_t flag = sc_ll_flag(seq);
+  const int n = c.nranks, r = c.rank;
+  const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
+  const size_t slot = units * 32;
+  const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+  for (size_t u = t0; u < units; u += stride) {
+    const uint4 x = sc_load_unit<DT>(send, u, count, sal);
+    const uint4 l0 = make_uint4(x.x, flag, x.y, flag), l1 = make_uint4(x.z, flag, x.w, flag);
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q) {
+      if (q < n && q != r) {
+        char* d = sc_half(c, q, seq) + (size_t)r * slot + u * 32;
+        sc_st_ll16(d, l0);
+        sc_st_ll16(d + 16, l1);
+      }
+    }
+  }
+  const char* mine = sc_half(c, r, seq);
+  for (size_t u = t0; u < units; u += stride) {
+    uint4 v[SC_MAX_RANKS];
+    bool ok = true;
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q) {
+      if (q < n) {
+        if (q == r) v[q] = sc_load_unit<DT>(send, u, count, sal);
+        else ok = ok && sc_ll_recv(c, mine + (size_t)q * slot + u * 32, flag, q, &v[q]);
+      } else {
+        v[q] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (!ok) break;
+    sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
+  }
+}
+
+// Tree / two-shot. Units are split into n slices of `su` units (the last may be shorter or
+// empty); the slice-relative unit index decides the thread in every phase.
+// Staging half layout: n reduce-scatter slots (slot q written by rank q with its copy of our
+// slice), then n all-gather slots (slot q written by rank q with its reduced slice q).
+//   phase 1: push slice j of own input into RS slot `rank` of rank j (j != rank)
+//   barrier 1
+//   phase 2: reduce own slice from local RS slots + own input; write the result to recv and
+//            push it into AG slot `rank` of every peer
+//   barrier 2
+//   phase 3: copy AG slots q != rank into recv slice q
+template <int DT, int OP>
+__global__ void __launch_bounds__(SC_THREADS)
+sc_k_allreduce_tree(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
+                    typename ScType<DT>::T* __restrict__ recv, size_t count,
+                    typename ScType<DT>::Acc factor) {
+  sc_pdl_wait();
+  sc_pdl_launch_dependents();
+  const int n = c.nranks, r = c.rank;
+  const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
+  const size_t su = (units + n - 1) / n;
+  const size_t slot = su * 16;
+  const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  char* mine = sc_half(c, r, seq);
+
+  // phase 1
+  for (int jj = 1; jj < n; ++jj) {
+    const int j = (r + jj) % n;  // start with the next rank to spread link load
+    const size_t base = (size_t)j * su;
+    const size_t len = base < units ? min(su, units - base) : 0;
+    uint4* dst = (uint4*)(sc_half(c, j, seq) + (size_t)r * slot);
+    for (size_t u = t0; u < len; u += stride) dst[u] = sc_load_unit<DT>(send, base + u, count, sal);
+  }
+  bool ok = sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1);
+
+  // phase 2
+  if (ok) {
+    const size_t base = (size_t)r * su;
+    const size_t len = base < units ? min(su, units - base) : 0;
+    uint4* ag[SC_MAX_RANKS];
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q)
+      ag[q] = (q < n) ? (uint4*)(sc_half(c, q, seq) + (size_t)(n + r) * slot) : nullptr;
+    for (size_t u = t0; u < len; u += stride) {
+      uint4 v[SC_MAX_RANKS];
+#pragma unroll
+      for (int q = 0; q < SC_MAX_RANKS; ++q) {
+        if (q < n) {
+          v[q] = (q == r) ? sc_load_unit<DT>(send, base + u, count, sal)
+                          : sc_ld16_cg((const uint4*)(mine + (size_t)q * slot) + u);
+        } else {
+          v[q] = make_uint4(0, 0, 0, 0);
+        }
+      }
+      const uint4 res = sc_reduce_packs<DT, OP>(v, n, factor);
+      sc_store_unit<DT>(recv, base + u, count, ral, res);
+#pragma unroll
+      for (int q = 0; q < SC_MAX_RANKS; ++q)
+        if (q < n && q != r) ag[q][u] = res;
+    }
+    ok = sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 2);
+  }
+
+  // phase 3
+  if (ok) {
+    for (int jj = 1; jj < n; ++jj) {
+      const int j = (r + jj) % n;
+      const size_t base = (size_t)j * su;
+      const size_t len = base < units ? min(su, units - base) : 0;
+      const uint4* src = (const uint4*)(mine + (size_t)(n + j) * slot);
+      for (size_t u = t0; u < len; u += stride) sc_store_unit<DT>(recv, base + u, count, ral, sc_ld16_cg(src + u));
+    }
+  }
+}

@@ -1,0 +1,145 @@
+// The inter-GPU barrier: one 64-bit flag per (block, peer), 128-byte aligned, monotonic epochs.
+//
+// Protocol (per block index b; every rank launches the same grid for the same operation):
+//   - Every operation gets the communicator's operation counter `seq` as a kernel argument (the
+//     host counts launches; identical on all ranks because all ranks run the same sequence of
+//     operations, in stream order).
+//     Barrier j of that operation uses epoch = seq * SC_EPOCHS_PER_OP + j + 1, which grows
+//     monotonically, so flags are never reset (rule 1: no host reset after handles are shared).
+//   - Arrive: thread p (p != rank) stores `epoch` into peer p's flags[b][rank] with a
+//     system-scope RELEASE, after a __syncthreads().
+//   - Wait:   thread p spins on this rank's own flags[b][p] with a system-scope ACQUIRE load
+//     until the value is >= epoch (a peer may already be one barrier ahead: that is fine, its
+//     larger epoch implies it passed this one), then __syncthreads().
+//   - Every spin has a timeout (globaltimer / wall_clock64); a timeout or a host abort sets an
+//     error word in host-mapped memory and makes the kernel return instead of hanging.
+//
+// Double buffering: staging holds two halves; an operation uses half (seq & 1). An operation's
+// writes to a half happen after the previous operation's first barrier was passed, and that
+// barrier can only be passed once every peer started the previous operation, i.e. finished
+// the one before it (stream order). So nobody can still be reading a half when it is
+// overwritten, and no end-of-kernel barrier is needed (each op's release arrive is its "end").
+#pragma once
+
+#include "compat.h"
+
+#define SC_MAX_RANKS 8
+#define SC_MAX_BLOCKS 256
+#define SC_EPOCHS_PER_OP 4
+
+// Error words in host-mapped memory.
+#define SC_DEVERR_NONE 0
+#define SC_DEVERR_TIMEOUT 1
+#define SC_DEVERR_ABORT 2
+
+struct alignas(128) ScFlag {
+  uint64_t v;
+  uint64_t pad[15];
+};
+
+// Per-rank signal buffer (IPC-exported). Peers write flags[b][their rank]; the identity and
+// probe words serve the connect-time peer read/write check.
+struct ScSignal {
+  ScFlag flags[SC_MAX_BLOCKS][SC_MAX_RANKS];
+  alignas(128) uint64_t identity;           // written by the owner at create time
+  alignas(128) uint64_t probe[SC_MAX_RANKS]; // probe[r] written and read back by rank r
+};
+
+// Everything a kernel needs, passed by value.
+struct ScDevComm {
+  char* staging[SC_MAX_RANKS];    // every rank's staging base, as addressable from this GPU
+  ScSignal* signal[SC_MAX_RANKS]; // every rank's signal buffer, as addressable from this GPU
+  ScSignal* self;                 // == signal[rank]
+  volatile int* err;              // host-mapped: [0]=code [1]=block [2]=peer [3]=rank
+  const volatile int* abort_flag; // host-mapped, set by sc_comm_abort
+  uint64_t timeout_ticks;
+  size_t half_bytes;              // size of one staging half
+  int rank;
+  int nranks;
+};
+
+SC_DEV char* sc_half(const ScDevComm& c, int r, uint64_t seq) {
+  return c.staging[r] + (seq & 1) * c.half_bytes;
+}
+
+SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
+  if (c.err[0] == SC_DEVERR_NONE) {
+    c.err[1] = blockIdx.x;
+    c.err[2] = peer;
+    c.err[3] = c.rank;
+    sc_fence_system();  // detail words before the code the host polls
+    c.err[0] = code;
+  }
+  sc_fence_system();
+}
+
+// Spin until *flag >= target (acquire), bounded by the timeout. Returns false on failure.
+SC_DEV bool sc_wait_flag(const ScDevComm& c, const uint64_t* flag, uint64_t target, int peer) {
+  // Spin with relaxed loads (no fence per iteration); the final acquire load below re-reads the
+  // flag (monotonic, so still >= target) and pairs with the peer's release store.
+  if (sc_ld_relaxed_sys(flag) >= target) {
+    (void)sc_ld_acquire_sys(flag);
+    return true;
+  }
+  const uint64_t t0 = sc_now_ticks();
+  unsigned it = 0;
+  while (sc_ld_relaxed_sys(flag) < target) {
+    if ((++it & 255u) == 0) {
+      if (sc_ld_volatile_i32(c.abort_flag)) {
+        sc_report(c, SC_DEVERR_ABORT, peer);
+        return false;
+      }
+      if (c.err[0] != SC_DEVERR_NONE) return false;  // another block already failed
+      if (sc_now_ticks() - t0 > c.timeout_ticks) {
+        sc_report(c, SC_DEVERR_TIMEOUT, peer);
+        return false;
+      }
+    }
+  }
+  (void)sc_ld_acquire_sys(flag);
+  return true;
+}
+
+// Full barrier of this block with the same block index on every peer. Returns false (in every
+// thread of the block) when a wait failed; callers then skip the rest of the operation.
+SC_DEV bool sc_barrier_block(const ScDevComm& c, uint64_t epoch) {
+  // (1) All of this block's prior global writes (staging pushes, local copies) and reads of
+  //     peer memory are complete with respect to the threads that will release below: bar.sync
+  //     orders them before the releasing thread's next operations at CTA scope, and the
+  //     release is cumulative, so they become visible at system scope no later than the flag.
+  __syncthreads();
+  int ok = 1;
+  const int p = threadIdx.x;
+  if (p < c.nranks && p != c.rank) {
+    // (2) Arrive on peer p: release store of our epoch into its flag slot for (block, us).
+    sc_st_release_sys(&c.signal[p]->flags[blockIdx.x][c.rank].v, epoch);
+    // (3) Wait for peer p's arrival on our own (local) slot; the acquire pairs with peer p's
+    //     release in its step (2), so its writes before that barrier are visible to this thread.
+    ok = sc_wait_flag(c, &c.self->flags[blockIdx.x][p].v, epoch, p) ? 1 : 0;
+  }
+  // (4) bar.sync extends what the waiting threads acquired to every thread of the block, and
+  //     agrees on success: all threads leave with the same verdict.
+  return __syncthreads_and(ok) != 0;
+}
+
+// Barrier-only operation (sc_barrier), one block.
+__global__ void sc_k_barrier(ScDevComm c, uint64_t seq) {
+  sc_pdl_wait();
+  sc_pdl_launch_dependents();
+  sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1);
+}
+
+// Connect-time check of a peer's memory with real device loads and stores: read the peer's
+// identity word, write a pattern into our probe slot in its signal buffer, read it back, and
+// read the first word of its staging buffer (the value is not checked: it only must not fault).
+__global__ void sc_k_peer_check(ScSignal* peer_sig, const char* peer_staging, int my_rank,
+                                uint64_t pattern, uint64_t* out) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  volatile uint64_t* id = &peer_sig->identity;
+  out[0] = *id;
+  volatile uint64_t* probe = &peer_sig->probe[my_rank];
+  *probe = pattern;
+  __threadfence_system();
+  out[1] = *probe;
+  out[2] = *(const volatile uint64_t*)peer_staging;
+}

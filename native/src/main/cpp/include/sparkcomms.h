@@ -1,0 +1,160 @@
+/*
+ * sparkcomms C ABI — the only surface Java (JavaCPP) and C programs see.
+ *
+ * Conventions
+ *  - Every function returns an int status: SC_OK (0) or one of the SC_ERR_* codes below.
+ *    On error, sc_last_error() returns a human-readable text for the calling thread.
+ *  - Handles are opaque pointers; streams and events are passed as void* (cudaStream_t /
+ *    hipStream_t, cudaEvent_t / hipEvent_t). A NULL stream is the device's default stream.
+ *  - Collectives on one communicator must be issued in the same order on every rank and be
+ *    ordered on the device (one stream, or streams ordered by events), as with NCCL.
+ *  - Kernels never hang: every device-side wait has the communicator's timeout. A timeout or an
+ *    abort sets a flag in host-mapped memory; sc_comm_check() reports it, and the communicator
+ *    then refuses further collectives (destroy it and create a new one).
+ */
+#ifndef SPARKCOMMS_H
+#define SPARKCOMMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SC_ABI_VERSION 1
+
+#if defined(__GNUC__)
+#define SC_API __attribute__((visibility("default")))
+#else
+#define SC_API
+#endif
+
+/* ---- status codes ---- */
+#define SC_OK 0
+#define SC_ERR_INVALID_ARG 1 /* bad argument (null pointer, unknown code, mismatch) */
+#define SC_ERR_RUNTIME 2     /* a CUDA/HIP runtime call failed */
+#define SC_ERR_UNSUPPORTED 3 /* valid request this build cannot serve (e.g. algo LP, PREMUL on ints) */
+#define SC_ERR_TIMEOUT 4     /* a device-side wait timed out (a peer did not arrive) */
+#define SC_ERR_ABORTED 5     /* the communicator was aborted */
+#define SC_ERR_PEER 6        /* peer memory could not be opened or failed the read/write check */
+#define SC_ERR_VENDOR 7      /* NCCL/RCCL missing or failed */
+#define SC_ERR_STATE 8       /* call not valid in the communicator's state (not connected, in error) */
+#define SC_ERR_NO_DEVICE 9   /* no GPU, or the GPU runtime is unusable */
+
+/* ---- data types ---- */
+#define SC_FLOAT32 0
+#define SC_BFLOAT16 1
+#define SC_FLOAT16 2
+#define SC_FLOAT64 3
+#define SC_INT32 4
+#define SC_INT64 5
+
+/* ---- reduce ops ---- */
+#define SC_SUM 0
+#define SC_AVG 1
+#define SC_MIN 2
+#define SC_MAX 3
+#define SC_PRODUCT 4
+#define SC_PREMUL_SUM 5 /* sum of factor*x; floating-point types only */
+
+/* ---- algorithms ---- */
+#define SC_ALGO_AUTO 0
+#define SC_ALGO_FLAT 1   /* one-shot */
+#define SC_ALGO_TREE 2   /* two-shot: reduce-scatter + all-gather */
+#define SC_ALGO_LP 3     /* reserved: FP8 on the wire (returns SC_ERR_UNSUPPORTED for now) */
+#define SC_ALGO_VENDOR 4 /* NCCL / RCCL through sc_vendor_comm_init */
+
+typedef struct sc_comm* sc_comm_t;
+
+/* ---- errors ---- */
+SC_API const char* sc_last_error(void);  /* thread-local text of the last failure on this thread */
+SC_API const char* sc_status_name(int status);
+
+/* ---- runtime ---- */
+/* Writes e.g. "cuda devices=2 arch=sm_90 name=NVIDIA H200" (or "hip ... arch=gfx942"). */
+SC_API int sc_runtime_info(char* buf, int len);
+SC_API int sc_device_count(int* count);
+SC_API int sc_set_device(int device);
+SC_API int sc_get_device(int* device);
+SC_API int sc_device_synchronize(void);
+SC_API int sc_malloc(void** ptr, size_t bytes);
+SC_API int sc_free(void* ptr);
+SC_API int sc_malloc_host(void** ptr, size_t bytes); /* pinned host memory */
+SC_API int sc_free_host(void* ptr);
+SC_API int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream);
+SC_API int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream);
+SC_API int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream);
+SC_API int sc_memset(void* dst, int value, size_t bytes, void* stream);
+SC_API int sc_stream_create(void** stream);
+SC_API int sc_stream_destroy(void* stream);
+SC_API int sc_stream_synchronize(void* stream);
+SC_API int sc_event_create(void** event);
+SC_API int sc_event_record(void* event, void* stream);
+SC_API int sc_event_query(void* event, int* done); /* *done = 1 when completed, 0 when pending */
+SC_API int sc_event_synchronize(void* event);
+SC_API int sc_event_elapsed_ms(void* start, void* end, float* ms);
+SC_API int sc_event_destroy(void* event);
+/* Enqueues a device-side busy wait of `microseconds` (benchmarks: lets the host queue work
+ * behind it so back-to-back launches are timed, not the host's launch rate). */
+SC_API int sc_stream_delay(void* stream, double microseconds);
+
+/* ---- communicator ---- */
+/* staging_bytes: per-rank registered buffer (0 = default 64 MiB); must be equal on all ranks.
+ * timeout_seconds: device-side wait limit (<= 0 = default 300 s). */
+SC_API int sc_comm_create(int rank, int nranks, int device, size_t staging_bytes,
+                   double timeout_seconds, sc_comm_t* out);
+SC_API size_t sc_comm_export_size(void);
+/* Writes this rank's blob (IPC handles of staging + signal buffers and identity). */
+SC_API int sc_comm_export(sc_comm_t comm, void* buf, size_t len);
+/* all_ranks_blobs: nranks blobs of blob_len bytes each, in rank order (own blob included).
+ * Opens peers' memory (IPC, or direct pointers for ranks of this process) and checks it with a
+ * real device read and write. */
+SC_API int sc_comm_connect(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len);
+SC_API int sc_comm_abort(sc_comm_t comm);   /* wakes and fails every pending wait of this rank */
+SC_API int sc_comm_check(sc_comm_t comm);   /* SC_OK, or SC_ERR_TIMEOUT / SC_ERR_ABORTED with text */
+SC_API int sc_comm_destroy(sc_comm_t comm); /* final barrier (bounded by the timeout), then frees */
+SC_API int sc_comm_rank(sc_comm_t comm, int* rank);
+SC_API int sc_comm_size(sc_comm_t comm, int* nranks);
+/* Tuning overrides; pass 0 to keep a value. Defaults come from the environment
+ * (RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES, RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES, RCCL_DDA_MAX_BLOCKS)
+ * or from built-in measured defaults. */
+SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree_max_bytes, int max_blocks);
+/* Named tuning option: "flat_max_bytes", "tree_max_bytes", "ll_max_bytes" (flat uses the LL
+ * protocol up to this size), "max_blocks". */
+SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
+SC_API int sc_comm_get_tuning(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks);
+/* Which algorithm AUTO picks for an allreduce of this size (SC_ALGO_FLAT / TREE / VENDOR). */
+SC_API int sc_allreduce_choose(sc_comm_t comm, size_t bytes, int* algo);
+
+/* ---- collectives (asynchronous on `stream`) ---- */
+SC_API int sc_allreduce(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op,
+                 double premul_factor, int algo, void* stream);
+SC_API int sc_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype,
+                 void* stream);
+SC_API int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype,
+                     int op, double premul_factor, void* stream);
+SC_API int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype,
+                void* stream);
+SC_API int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root,
+                 void* stream);
+SC_API int sc_barrier(sc_comm_t comm, void* stream);
+
+/* ---- vendor library (NCCL on CUDA, RCCL on HIP), loaded with dlopen ---- */
+SC_API int sc_vendor_available(void);              /* 1 if loadable, else 0 (reason in sc_last_error) */
+SC_API int sc_vendor_version(int* version);
+SC_API int sc_vendor_unique_id_size(void);         /* 128 */
+SC_API int sc_vendor_unique_id(void* buf, int len); /* rank 0 makes it, all ranks pass it to init */
+SC_API int sc_vendor_comm_init(sc_comm_t comm, const void* id); /* collective over the ranks */
+/* The same collectives through the vendor communicator (what algo=VENDOR runs). */
+SC_API int sc_vendor_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank,
+                        int dtype, void* stream);
+SC_API int sc_vendor_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count,
+                            int dtype, int op, double premul_factor, void* stream);
+SC_API int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype,
+                        int root, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPARKCOMMS_H */

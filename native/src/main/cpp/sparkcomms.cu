@@ -1,0 +1,1251 @@
+// sparkcomms native library: runtime wrappers, the DDA communicator, collective dispatch and the
+// dlopen'd vendor library (NCCL / RCCL). Implements include/sparkcomms.h.
+#include "include/sparkcomms.h"
+
+#include "gpu/compat.h"
+#include "gpu/signal.cuh"
+#include "gpu/dda_types.cuh"
+#include "gpu/dda_allreduce.cuh"
+#include "gpu/dda_collectives.cuh"
+
+#include <dlfcn.h>
+#include <unistd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mutex>
+#include <random>
+#include <string>
+
+// ============================================================================================
+// errors
+// ============================================================================================
+static thread_local std::string g_last_error;
+
+static int sc_fail(int code, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  g_last_error = buf;
+  return code;
+}
+
+#define GPU_TRY(call)                                                                       \
+  do {                                                                                      \
+    gpuError_t e_ = (call);                                                                 \
+    if (e_ != gpuSuccess) {                                                                 \
+      (void)gpuGetLastError();                                                              \
+      return sc_fail(SC_ERR_RUNTIME, "%s failed: %s (%s) [%s:%d]", #call, gpuGetErrorName(e_), \
+                     gpuGetErrorString(e_), __FILE__, __LINE__);                            \
+    }                                                                                       \
+  } while (0)
+
+#define SC_TRY(expr)          \
+  do {                        \
+    int rc_ = (expr);         \
+    if (rc_ != SC_OK) return rc_; \
+  } while (0)
+
+extern "C" const char* sc_last_error(void) { return g_last_error.c_str(); }
+
+extern "C" const char* sc_status_name(int s) {
+  switch (s) {
+    case SC_OK: return "SC_OK";
+    case SC_ERR_INVALID_ARG: return "SC_ERR_INVALID_ARG";
+    case SC_ERR_RUNTIME: return "SC_ERR_RUNTIME";
+    case SC_ERR_UNSUPPORTED: return "SC_ERR_UNSUPPORTED";
+    case SC_ERR_TIMEOUT: return "SC_ERR_TIMEOUT";
+    case SC_ERR_ABORTED: return "SC_ERR_ABORTED";
+    case SC_ERR_PEER: return "SC_ERR_PEER";
+    case SC_ERR_VENDOR: return "SC_ERR_VENDOR";
+    case SC_ERR_STATE: return "SC_ERR_STATE";
+    case SC_ERR_NO_DEVICE: return "SC_ERR_NO_DEVICE";
+    default: return "SC_ERR_UNKNOWN";
+  }
+}
+
+static size_t sc_dtype_size(int dt) {
+  switch (dt) {
+    case SC_FLOAT32: return 4;
+    case SC_BFLOAT16: return 2;
+    case SC_FLOAT16: return 2;
+    case SC_FLOAT64: return 8;
+    case SC_INT32: return 4;
+    case SC_INT64: return 8;
+    default: return 0;
+  }
+}
+static bool sc_is_int(int dt) { return dt == SC_INT32 || dt == SC_INT64; }
+
+// Makes `dev` current for the scope and restores the caller's device afterwards.
+struct ScDeviceGuard {
+  int prev = -1;
+  int rc = SC_OK;
+  explicit ScDeviceGuard(int dev) {
+    gpuError_t e = gpuGetDevice(&prev);
+    if (e != gpuSuccess) {
+      (void)gpuGetLastError();
+      rc = sc_fail(SC_ERR_NO_DEVICE, "GPU backend unavailable: cudaGetDevice/hipGetDevice: %s",
+                   gpuGetErrorString(e));
+      prev = -1;
+      return;
+    }
+    if (prev != dev) {
+      e = gpuSetDevice(dev);
+      if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        rc = sc_fail(SC_ERR_RUNTIME, "set device %d failed: %s", dev, gpuGetErrorString(e));
+      }
+    }
+  }
+  ~ScDeviceGuard() {
+    if (prev >= 0) (void)gpuSetDevice(prev);
+  }
+};
+
+// ============================================================================================
+// runtime
+// ============================================================================================
+extern "C" int sc_device_count(int* count) {
+  if (!count) return sc_fail(SC_ERR_INVALID_ARG, "count is null");
+  int n = 0;
+  gpuError_t e = gpuGetDeviceCount(&n);
+  if (e != gpuSuccess) {
+    (void)gpuGetLastError();
+    *count = 0;
+    return sc_fail(SC_ERR_NO_DEVICE, "GPU backend unavailable: %s", gpuGetErrorString(e));
+  }
+  *count = n;
+  return SC_OK;
+}
+
+extern "C" int sc_runtime_info(char* buf, int len) {
+  if (!buf || len <= 0) return sc_fail(SC_ERR_INVALID_ARG, "buffer is null or empty");
+  int n = 0;
+  SC_TRY(sc_device_count(&n));
+  char arch[64] = "none", name[256] = "none";
+  if (n > 0) {
+    int dev = 0;
+    GPU_TRY(gpuGetDevice(&dev));
+#if SC_HIP
+    hipDeviceProp_t p;
+    GPU_TRY(hipGetDeviceProperties(&p, dev));
+    snprintf(arch, sizeof(arch), "%s", p.gcnArchName);
+    char* colon = strchr(arch, ':');
+    if (colon) *colon = 0;
+#else
+    cudaDeviceProp p;
+    GPU_TRY(cudaGetDeviceProperties(&p, dev));
+    snprintf(arch, sizeof(arch), "sm_%d%d", p.major, p.minor);
+#endif
+    snprintf(name, sizeof(name), "%s", p.name);
+  }
+  int w = snprintf(buf, (size_t)len, "%s devices=%d arch=%s name=%s abi=%d", SC_RUNTIME_NAME, n, arch,
+                   name, SC_ABI_VERSION);
+  if (w >= len) return sc_fail(SC_ERR_INVALID_ARG, "buffer too small (%d bytes needed)", w + 1);
+  return SC_OK;
+}
+
+extern "C" int sc_set_device(int device) {
+  GPU_TRY(gpuSetDevice(device));
+  return SC_OK;
+}
+extern "C" int sc_get_device(int* device) {
+  if (!device) return sc_fail(SC_ERR_INVALID_ARG, "device is null");
+  GPU_TRY(gpuGetDevice(device));
+  return SC_OK;
+}
+extern "C" int sc_device_synchronize(void) {
+  GPU_TRY(gpuDeviceSynchronize());
+  return SC_OK;
+}
+extern "C" int sc_malloc(void** ptr, size_t bytes) {
+  if (!ptr) return sc_fail(SC_ERR_INVALID_ARG, "ptr is null");
+  *ptr = nullptr;
+  GPU_TRY(gpuMalloc(ptr, bytes ? bytes : 1));
+  return SC_OK;
+}
+extern "C" int sc_free(void* ptr) {
+  if (ptr) GPU_TRY(gpuFree(ptr));
+  return SC_OK;
+}
+extern "C" int sc_malloc_host(void** ptr, size_t bytes) {
+  if (!ptr) return sc_fail(SC_ERR_INVALID_ARG, "ptr is null");
+  *ptr = nullptr;
+  GPU_TRY(gpuMallocHost(ptr, bytes ? bytes : 1));
+  return SC_OK;
+}
+extern "C" int sc_free_host(void* ptr) {
+  if (ptr) GPU_TRY(gpuFreeHost(ptr));
+  return SC_OK;
+}
+static int sc_copy(void* dst, const void* src, size_t bytes, void* stream, int kind, const char* what) {
+  if (bytes == 0) return SC_OK;
+  if (!dst || !src) return sc_fail(SC_ERR_INVALID_ARG, "%s: null pointer", what);
+  if (stream) {
+    GPU_TRY(gpuMemcpyAsync(dst, src, bytes, (decltype(gpuMemcpyDefault))kind, (gpuStream_t)stream));
+  } else {
+    // NULL stream: complete on return (cudaMemcpy may return before a pageable H2D copy lands,
+    // and the legacy stream does not order against non-blocking streams).
+    GPU_TRY(gpuMemcpy(dst, src, bytes, (decltype(gpuMemcpyDefault))kind));
+    GPU_TRY(gpuStreamSynchronize(0));
+  }
+  return SC_OK;
+}
+extern "C" int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream) {
+  return sc_copy(dst, src, bytes, stream, gpuMemcpyHostToDevice, "sc_memcpy_htod");
+}
+extern "C" int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream) {
+  return sc_copy(dst, src, bytes, stream, gpuMemcpyDeviceToHost, "sc_memcpy_dtoh");
+}
+extern "C" int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream) {
+  return sc_copy(dst, src, bytes, stream, gpuMemcpyDeviceToDevice, "sc_memcpy_dtod");
+}
+extern "C" int sc_memset(void* dst, int value, size_t bytes, void* stream) {
+  if (bytes == 0) return SC_OK;
+  if (!dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_memset: null pointer");
+  if (stream) {
+    GPU_TRY(gpuMemsetAsync(dst, value, bytes, (gpuStream_t)stream));
+  } else {
+    GPU_TRY(gpuMemset(dst, value, bytes));
+    GPU_TRY(gpuStreamSynchronize(0));  // complete on return (see sc_copy)
+  }
+  return SC_OK;
+}
+extern "C" int sc_stream_create(void** stream) {
+  if (!stream) return sc_fail(SC_ERR_INVALID_ARG, "stream is null");
+  gpuStream_t s;
+  GPU_TRY(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  *stream = (void*)s;
+  return SC_OK;
+}
+extern "C" int sc_stream_destroy(void* stream) {
+  if (stream) GPU_TRY(gpuStreamDestroy((gpuStream_t)stream));
+  return SC_OK;
+}
+extern "C" int sc_stream_synchronize(void* stream) {
+  GPU_TRY(gpuStreamSynchronize((gpuStream_t)stream));
+  return SC_OK;
+}
+extern "C" int sc_event_create(void** event) {
+  if (!event) return sc_fail(SC_ERR_INVALID_ARG, "event is null");
+  gpuEvent_t e;
+  GPU_TRY(gpuEventCreate(&e));
+  *event = (void*)e;
+  return SC_OK;
+}
+extern "C" int sc_event_record(void* event, void* stream) {
+  if (!event) return sc_fail(SC_ERR_INVALID_ARG, "event is null");
+  GPU_TRY(gpuEventRecord((gpuEvent_t)event, (gpuStream_t)stream));
+  return SC_OK;
+}
+extern "C" int sc_event_query(void* event, int* done) {
+  if (!event || !done) return sc_fail(SC_ERR_INVALID_ARG, "event or done is null");
+  gpuError_t e = gpuEventQuery((gpuEvent_t)event);
+  if (e == gpuSuccess) {
+    *done = 1;
+    return SC_OK;
+  }
+  if (e == gpuErrorNotReady) {
+    (void)gpuGetLastError();
+    *done = 0;
+    return SC_OK;
+  }
+  GPU_TRY(e);
+  return SC_OK;
+}
+extern "C" int sc_event_synchronize(void* event) {
+  if (!event) return sc_fail(SC_ERR_INVALID_ARG, "event is null");
+  GPU_TRY(gpuEventSynchronize((gpuEvent_t)event));
+  return SC_OK;
+}
+extern "C" int sc_event_elapsed_ms(void* start, void* end, float* ms) {
+  if (!start || !end || !ms) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  GPU_TRY(gpuEventElapsedTime(ms, (gpuEvent_t)start, (gpuEvent_t)end));
+  return SC_OK;
+}
+extern "C" int sc_event_destroy(void* event) {
+  if (event) GPU_TRY(gpuEventDestroy((gpuEvent_t)event));
+  return SC_OK;
+}
+
+__global__ void sc_k_delay(uint64_t ticks) {
+  const uint64_t t0 = sc_now_ticks();
+  while (sc_now_ticks() - t0 < ticks) {
+  }
+}
+
+extern "C" int sc_stream_delay(void* stream, double us) {
+  if (us <= 0) return SC_OK;
+  if (us > 10e6) return sc_fail(SC_ERR_INVALID_ARG, "delay %.0f us is over 10 s", us);
+#if SC_HIP
+  int dev = 0;
+  GPU_TRY(hipGetDevice(&dev));
+  const int khz = sc_hip_wallclock_khz(dev);
+  const uint64_t ticks = (uint64_t)(us * khz / 1000.0);
+#else
+  const uint64_t ticks = (uint64_t)(us * 1000.0);
+#endif
+  sc_k_delay<<<1, 1, 0, (gpuStream_t)stream>>>(ticks);
+  GPU_TRY(gpuGetLastError());
+  return SC_OK;
+}
+
+// ============================================================================================
+// vendor library (dlopen)
+// ============================================================================================
+typedef int vResult;  // ncclResult_t
+typedef void* vComm;  // ncclComm_t
+typedef int vOp;      // ncclRedOp_t
+typedef struct { char internal[128]; } vUniqueId;
+
+struct ScVendor {
+  void* h = nullptr;
+  std::string why;
+  const char* name = nullptr;
+  vResult (*GetVersion)(int*) = nullptr;
+  const char* (*GetErrorString)(vResult) = nullptr;
+  vResult (*GetUniqueId)(vUniqueId*) = nullptr;
+  vResult (*CommInitRank)(vComm*, int, vUniqueId, int) = nullptr;
+  vResult (*CommDestroy)(vComm) = nullptr;
+  vResult (*CommAbort)(vComm) = nullptr;
+  vResult (*AllReduce)(const void*, void*, size_t, int, vOp, vComm, gpuStream_t) = nullptr;
+  vResult (*AllGather)(const void*, void*, size_t, int, vComm, gpuStream_t) = nullptr;
+  vResult (*ReduceScatter)(const void*, void*, size_t, int, vOp, vComm, gpuStream_t) = nullptr;
+  vResult (*Broadcast)(const void*, void*, size_t, int, int, vComm, gpuStream_t) = nullptr;
+  vResult (*RedOpCreatePreMulSum)(vOp*, void*, int, int, vComm) = nullptr;
+  vResult (*RedOpDestroy)(vOp, vComm) = nullptr;
+};
+static ScVendor g_vendor;
+static std::once_flag g_vendor_once;
+
+static void sc_vendor_load() {
+  const char* env = getenv("SPARKCOMMS_VENDOR_LIB");
+#if SC_HIP
+  const char* cands[] = {env, "librccl.so.1", "librccl.so"};
+  const char* pre = "nccl";  // RCCL exports the nccl* names
+#else
+  const char* cands[] = {env, "libnccl.so.2", "libnccl.so"};
+  const char* pre = "nccl";
+#endif
+  std::string errs;
+  for (const char* c : cands) {
+    if (!c || !*c) continue;
+    void* h = dlopen(c, RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      g_vendor.h = h;
+      g_vendor.name = c;
+      break;
+    }
+    const char* de = dlerror();
+    errs += std::string(c) + ": " + (de ? de : "?") + "; ";
+  }
+  if (!g_vendor.h) {
+    g_vendor.why = "vendor collective library not loadable (" + errs + ")";
+    return;
+  }
+  bool ok = true;
+  auto sym = [&](const char* s) -> void* {
+    std::string full = std::string(pre) + s;
+    void* p = dlsym(g_vendor.h, full.c_str());
+    if (!p) {
+      ok = false;
+      g_vendor.why += "missing symbol " + full + "; ";
+    }
+    return p;
+  };
+  *(void**)&g_vendor.GetVersion = sym("GetVersion");
+  *(void**)&g_vendor.GetErrorString = sym("GetErrorString");
+  *(void**)&g_vendor.GetUniqueId = sym("GetUniqueId");
+  *(void**)&g_vendor.CommInitRank = sym("CommInitRank");
+  *(void**)&g_vendor.CommDestroy = sym("CommDestroy");
+  *(void**)&g_vendor.CommAbort = sym("CommAbort");
+  *(void**)&g_vendor.AllReduce = sym("AllReduce");
+  *(void**)&g_vendor.AllGather = sym("AllGather");
+  *(void**)&g_vendor.ReduceScatter = sym("ReduceScatter");
+  *(void**)&g_vendor.Broadcast = sym("Broadcast");
+  *(void**)&g_vendor.RedOpCreatePreMulSum = sym("RedOpCreatePreMulSum");
+  *(void**)&g_vendor.RedOpDestroy = sym("RedOpDestroy");
+  if (!ok) {
+    dlclose(g_vendor.h);
+    g_vendor.h = nullptr;
+    g_vendor.why = std::string("vendor library ") + g_vendor.name + " unusable: " + g_vendor.why;
+  }
+}
+
+static bool sc_vendor_ready() {
+  std::call_once(g_vendor_once, sc_vendor_load);
+  if (!g_vendor.h) {
+    sc_fail(SC_ERR_VENDOR, "%s", g_vendor.why.c_str());
+    return false;
+  }
+  return true;
+}
+
+extern "C" int sc_vendor_available(void) { return sc_vendor_ready() ? 1 : 0; }
+extern "C" int sc_vendor_version(int* v) {
+  if (!v) return sc_fail(SC_ERR_INVALID_ARG, "version is null");
+  if (!sc_vendor_ready()) return SC_ERR_VENDOR;
+  vResult r = g_vendor.GetVersion(v);
+  if (r != 0) return sc_fail(SC_ERR_VENDOR, "ncclGetVersion: %s", g_vendor.GetErrorString(r));
+  return SC_OK;
+}
+extern "C" int sc_vendor_unique_id_size(void) { return (int)sizeof(vUniqueId); }
+extern "C" int sc_vendor_unique_id(void* buf, int len) {
+  if (!buf || len < (int)sizeof(vUniqueId))
+    return sc_fail(SC_ERR_INVALID_ARG, "unique id buffer needs %d bytes", (int)sizeof(vUniqueId));
+  if (!sc_vendor_ready()) return SC_ERR_VENDOR;
+  vUniqueId id;
+  vResult r = g_vendor.GetUniqueId(&id);
+  if (r != 0) return sc_fail(SC_ERR_VENDOR, "ncclGetUniqueId: %s", g_vendor.GetErrorString(r));
+  memcpy(buf, &id, sizeof(id));
+  return SC_OK;
+}
+
+static int sc_vendor_dtype(int dt) {
+  switch (dt) {
+    case SC_FLOAT32: return 7;   // ncclFloat32
+    case SC_BFLOAT16: return 9;  // ncclBfloat16
+    case SC_FLOAT16: return 6;   // ncclFloat16
+    case SC_FLOAT64: return 8;   // ncclFloat64
+    case SC_INT32: return 2;     // ncclInt32
+    case SC_INT64: return 4;     // ncclInt64
+    default: return -1;
+  }
+}
+
+// ============================================================================================
+// communicator
+// ============================================================================================
+#define SC_BLOB_MAGIC 0x53434231u  // "SCB1"
+#define SC_BLOB_VERSION 1u
+
+struct ScBlob {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t proc_token;
+  int32_t pid, rank, nranks, device;
+  uint64_t staging_bytes;
+  uint64_t identity;
+  uint64_t staging_ptr, signal_ptr;
+  int32_t ipc_ok;
+  char bus_id[64];
+  gpuIpcMemHandle_t h_staging;
+  gpuIpcMemHandle_t h_signal;
+};
+
+static uint64_t sc_process_token() {
+  static uint64_t tok = [] {
+    std::random_device rd;
+    uint64_t t = ((uint64_t)rd() << 32) ^ rd();
+    return t ^ ((uint64_t)getpid() << 17);
+  }();
+  return tok;
+}
+
+struct sc_comm;
+static int sc_no_capture(sc_comm* c, void* stream);
+
+struct sc_comm {
+  int rank = 0, nranks = 0, device = 0;
+  size_t staging_bytes = 0, half = 0;
+  double timeout_s = 300.0;
+  char* staging = nullptr;
+  ScSignal* signal = nullptr;
+  int* host_words = nullptr;  // [0..3] error, [16] abort
+  int* dev_words = nullptr;
+  uint64_t* probe_buf = nullptr;
+  uint64_t identity = 0;
+  bool connected = false;
+  bool aborted = false;
+  char* peer_staging[SC_MAX_RANKS] = {};
+  ScSignal* peer_signal[SC_MAX_RANKS] = {};
+  bool peer_ipc[SC_MAX_RANKS] = {};
+  int peer_device[SC_MAX_RANKS] = {};
+  ScDevComm dev{};
+  size_t flat_max = 0, tree_max = 0, ll_max = 0;
+  int max_blocks = 0;
+  int threads = SC_THREADS, ll_threads = SC_THREADS;  // block sizes (<= SC_THREADS)
+  bool pdl = true;    // programmatic dependent launch (CUDA, sm_90+)
+  gpuError_t launch_err = gpuSuccess;  // result of the last sc_launch
+  uint64_t seq = 0;  // operations launched (one per kernel); the kernels' epochs derive from it
+  gpuStream_t internal = nullptr;
+  vComm vcomm = nullptr;
+  bool ipc_ok = false;
+  gpuIpcMemHandle_t h_staging{}, h_signal{};
+};
+
+static size_t sc_env_size(const char* name, size_t dflt) {
+  const char* v = getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (end == v) return dflt;
+  return (size_t)x;
+}
+
+// Built-in defaults, chosen from the 2x H200 measurements in bench/gpu-native-results.md.
+#define SC_DEFAULT_STAGING (64ull << 20)
+// flat (one-shot) up to FLAT_MAX at 2 ranks (its traffic grows with n-1: 512 KB up to 4 ranks,
+// 256 KB above); LL protocol for flat up to LL_MAX; tree up to TREE_MAX; then the vendor library.
+#define SC_DEFAULT_FLAT_MAX_2 (4ull << 20)
+#define SC_DEFAULT_FLAT_MAX_4 (512ull << 10)
+#define SC_DEFAULT_FLAT_MAX_8 (256ull << 10)
+#define SC_DEFAULT_LL_MAX (64ull << 10)
+#define SC_DEFAULT_TREE_MAX (128ull << 20)
+#define SC_DEFAULT_MAX_BLOCKS 128
+
+static void sc_free_comm_memory(sc_comm* c) {
+  for (int p = 0; p < SC_MAX_RANKS; ++p) {
+    if (c->peer_ipc[p]) {
+      if (c->peer_staging[p]) (void)gpuIpcCloseMemHandle(c->peer_staging[p]);
+      if (c->peer_signal[p]) (void)gpuIpcCloseMemHandle(c->peer_signal[p]);
+    }
+    c->peer_ipc[p] = false;
+  }
+  if (c->internal) (void)gpuStreamDestroy(c->internal);
+  if (c->staging) (void)gpuFree(c->staging);
+  if (c->signal) (void)gpuFree(c->signal);
+  if (c->probe_buf) (void)gpuFree(c->probe_buf);
+  if (c->host_words) (void)gpuFreeHost(c->host_words);
+  (void)gpuGetLastError();
+}
+
+extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_bytes,
+                              double timeout_seconds, sc_comm_t* out) {
+  if (!out) return sc_fail(SC_ERR_INVALID_ARG, "out is null");
+  *out = nullptr;
+  if (nranks < 1 || nranks > SC_MAX_RANKS)
+    return sc_fail(SC_ERR_INVALID_ARG, "nranks=%d outside 1..%d", nranks, SC_MAX_RANKS);
+  if (rank < 0 || rank >= nranks) return sc_fail(SC_ERR_INVALID_ARG, "rank=%d outside 0..%d", rank, nranks - 1);
+  int ndev = 0;
+  SC_TRY(sc_device_count(&ndev));
+  if (device < 0 || device >= ndev)
+    return sc_fail(SC_ERR_INVALID_ARG, "device=%d but %d GPU(s) visible", device, ndev);
+  if (staging_bytes == 0) staging_bytes = sc_env_size("RCCL_DDA_SENDBUF_BYTES", SC_DEFAULT_STAGING);
+  staging_bytes = (staging_bytes + 255) & ~(size_t)255;
+  if (staging_bytes < (size_t)4096 * nranks)
+    return sc_fail(SC_ERR_INVALID_ARG, "staging_bytes=%zu too small", staging_bytes);
+  ScDeviceGuard g(device);
+  if (g.rc) return g.rc;
+
+  sc_comm* c = new sc_comm();
+  c->rank = rank;
+  c->nranks = nranks;
+  c->device = device;
+  c->staging_bytes = staging_bytes;
+  c->half = (staging_bytes / 2) & ~(size_t)127;
+  c->timeout_s = timeout_seconds > 0 ? timeout_seconds : 300.0;
+  c->flat_max = sc_env_size("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES",
+                             nranks <= 2 ? SC_DEFAULT_FLAT_MAX_2 : nranks <= 4 ? SC_DEFAULT_FLAT_MAX_4 : SC_DEFAULT_FLAT_MAX_8);
+  c->ll_max = sc_env_size("SPARKCOMMS_DDA_LL_MAX_BYTES", SC_DEFAULT_LL_MAX);
+  c->pdl = sc_env_size("SPARKCOMMS_PDL", 1) != 0;
+  c->tree_max = sc_env_size("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", SC_DEFAULT_TREE_MAX);
+  c->max_blocks = (int)sc_env_size("RCCL_DDA_MAX_BLOCKS", SC_DEFAULT_MAX_BLOCKS);
+  if (c->max_blocks < 1) c->max_blocks = 1;
+  if (c->max_blocks > SC_MAX_BLOCKS) c->max_blocks = SC_MAX_BLOCKS;
+
+  auto bail = [&](int rc) {
+    sc_free_comm_memory(c);
+    delete c;
+    return rc;
+  };
+  gpuError_t e;
+#define CREATE_TRY(call)                                                                     \
+  do {                                                                                       \
+    e = (call);                                                                              \
+    if (e != gpuSuccess) {                                                                   \
+      (void)gpuGetLastError();                                                               \
+      return bail(sc_fail(SC_ERR_RUNTIME, "sc_comm_create(rank %d, device %d): %s failed: %s", \
+                          rank, device, #call, gpuGetErrorString(e)));                       \
+    }                                                                                        \
+  } while (0)
+  CREATE_TRY(gpuStreamCreateWithFlags(&c->internal, gpuStreamNonBlocking));
+  CREATE_TRY(gpuMalloc((void**)&c->staging, staging_bytes));
+  CREATE_TRY(sc_malloc_signal((void**)&c->signal, sizeof(ScSignal)));
+  CREATE_TRY(gpuMemset(c->signal, 0, sizeof(ScSignal)));
+  CREATE_TRY(gpuMemset(c->staging, 0, staging_bytes));
+  CREATE_TRY(gpuMalloc((void**)&c->probe_buf, 64));
+  CREATE_TRY(gpuHostAllocMapped((void**)&c->host_words, 64 * sizeof(int)));
+  memset(c->host_words, 0, 64 * sizeof(int));
+  CREATE_TRY(gpuHostGetDevicePointer((void**)&c->dev_words, c->host_words, 0));
+  c->identity = sc_process_token() ^ (0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1)) ^
+                ((uint64_t)(uintptr_t)c->signal);
+  CREATE_TRY(gpuMemcpy(&c->signal->identity, &c->identity, sizeof(uint64_t), gpuMemcpyHostToDevice));
+  CREATE_TRY(gpuDeviceSynchronize());
+  // IPC handles; failure (e.g. virtual-memory allocations) only rules out cross-process peers.
+  c->ipc_ok = gpuIpcGetMemHandle(&c->h_staging, c->staging) == gpuSuccess &&
+              gpuIpcGetMemHandle(&c->h_signal, c->signal) == gpuSuccess;
+  (void)gpuGetLastError();
+#undef CREATE_TRY
+  *out = c;
+  return SC_OK;
+}
+
+extern "C" size_t sc_comm_export_size(void) { return (sizeof(ScBlob) + 63) & ~(size_t)63; }
+
+extern "C" int sc_comm_export(sc_comm_t c, void* buf, size_t len) {
+  if (!c || !buf) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  if (len < sc_comm_export_size())
+    return sc_fail(SC_ERR_INVALID_ARG, "export buffer needs %zu bytes, got %zu", sc_comm_export_size(), len);
+  ScBlob b;
+  memset(&b, 0, sizeof(b));
+  b.magic = SC_BLOB_MAGIC;
+  b.version = SC_BLOB_VERSION;
+  b.proc_token = sc_process_token();
+  b.pid = (int32_t)getpid();
+  b.rank = c->rank;
+  b.nranks = c->nranks;
+  b.device = c->device;
+  b.staging_bytes = c->staging_bytes;
+  b.identity = c->identity;
+  b.staging_ptr = (uint64_t)(uintptr_t)c->staging;
+  b.signal_ptr = (uint64_t)(uintptr_t)c->signal;
+  b.ipc_ok = c->ipc_ok ? 1 : 0;
+  if (gpuDeviceGetPCIBusId(b.bus_id, sizeof(b.bus_id), c->device) != gpuSuccess) {
+    (void)gpuGetLastError();
+    snprintf(b.bus_id, sizeof(b.bus_id), "device%d", c->device);
+  }
+  b.h_staging = c->h_staging;
+  b.h_signal = c->h_signal;
+  memset(buf, 0, len);
+  memcpy(buf, &b, sizeof(b));
+  return SC_OK;
+}
+
+extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
+  if (!c || !all) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  if (c->connected) return sc_fail(SC_ERR_STATE, "communicator already connected");
+  if (blob_len < sizeof(ScBlob)) return sc_fail(SC_ERR_INVALID_ARG, "blob_len %zu < %zu", blob_len, sizeof(ScBlob));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const int n = c->nranks, me = c->rank;
+  ScBlob blobs[SC_MAX_RANKS];
+  for (int p = 0; p < n; ++p) {
+    memcpy(&blobs[p], (const char*)all + (size_t)p * blob_len, sizeof(ScBlob));
+    const ScBlob& b = blobs[p];
+    if (b.magic != SC_BLOB_MAGIC || b.version != SC_BLOB_VERSION)
+      return sc_fail(SC_ERR_INVALID_ARG, "blob %d is not a sparkcomms v%u blob", p, SC_BLOB_VERSION);
+    if (b.rank != p || b.nranks != n)
+      return sc_fail(SC_ERR_INVALID_ARG, "blob %d says rank %d of %d, expected rank %d of %d", p, b.rank,
+                     b.nranks, p, n);
+    if (b.staging_bytes != c->staging_bytes)
+      return sc_fail(SC_ERR_INVALID_ARG, "rank %d staging_bytes %llu differs from ours %zu", p,
+                     (unsigned long long)b.staging_bytes, c->staging_bytes);
+  }
+  if (blobs[me].identity != c->identity)
+    return sc_fail(SC_ERR_INVALID_ARG, "blob %d is not this communicator's own export", me);
+
+  auto fail_peer = [&](int rc) {
+    for (int p = 0; p < n; ++p) {
+      if (c->peer_ipc[p]) {
+        if (c->peer_staging[p]) (void)gpuIpcCloseMemHandle(c->peer_staging[p]);
+        if (c->peer_signal[p]) (void)gpuIpcCloseMemHandle(c->peer_signal[p]);
+      }
+      c->peer_ipc[p] = false;
+      c->peer_staging[p] = nullptr;
+      c->peer_signal[p] = nullptr;
+    }
+    (void)gpuGetLastError();
+    return rc;
+  };
+  const uint64_t tok = sc_process_token();
+  for (int p = 0; p < n; ++p) {
+    const ScBlob& b = blobs[p];
+    c->peer_device[p] = b.device;
+    if (p == me) {
+      c->peer_staging[p] = c->staging;
+      c->peer_signal[p] = c->signal;
+      continue;
+    }
+    if (b.proc_token == tok) {
+      // Same process: direct pointers (an IPC open of our own process's memory fails).
+      if (b.device != c->device) {
+        int can = 0;
+        gpuError_t e = gpuDeviceCanAccessPeer(&can, c->device, b.device);
+        if (e != gpuSuccess || !can) {
+          (void)gpuGetLastError();
+          return fail_peer(sc_fail(SC_ERR_PEER,
+                                   "rank %d (device %d) cannot access rank %d's device %d directly "
+                                   "(no peer access between these GPUs)",
+                                   me, c->device, p, b.device));
+        }
+        e = gpuDeviceEnablePeerAccess(b.device, 0);
+        if (e != gpuSuccess && e != gpuErrorPeerAccessAlreadyEnabled) {
+          (void)gpuGetLastError();
+          return fail_peer(sc_fail(SC_ERR_PEER, "enable peer access device %d -> %d failed: %s", c->device,
+                                   b.device, gpuGetErrorString(e)));
+        }
+        (void)gpuGetLastError();
+      }
+      c->peer_staging[p] = (char*)(uintptr_t)b.staging_ptr;
+      c->peer_signal[p] = (ScSignal*)(uintptr_t)b.signal_ptr;
+    } else {
+      if (!b.ipc_ok)
+        return fail_peer(sc_fail(SC_ERR_PEER,
+                                 "rank %d (pid %d) could not export IPC handles for its buffers; "
+                                 "cross-process direct access is impossible",
+                                 p, b.pid));
+      void* ps = nullptr;
+      void* pg = nullptr;
+      gpuError_t e = gpuIpcOpenMemHandle(&ps, b.h_staging, gpuIpcMemLazyEnablePeerAccess);
+      if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        return fail_peer(sc_fail(SC_ERR_PEER,
+                                 "rank %d (device %d) cannot open rank %d's staging buffer (pid %d, GPU %s): %s",
+                                 me, c->device, p, b.pid, b.bus_id, gpuGetErrorString(e)));
+      }
+      c->peer_staging[p] = (char*)ps;
+      c->peer_ipc[p] = true;
+      e = gpuIpcOpenMemHandle(&pg, b.h_signal, gpuIpcMemLazyEnablePeerAccess);
+      if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        return fail_peer(sc_fail(SC_ERR_PEER,
+                                 "rank %d (device %d) cannot open rank %d's signal buffer (pid %d, GPU %s): %s",
+                                 me, c->device, p, b.pid, b.bus_id, gpuGetErrorString(e)));
+      }
+      c->peer_signal[p] = (ScSignal*)pg;
+    }
+  }
+  // Real read/write check of every peer's memory from this GPU.
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    const uint64_t pattern = 0xA5C3000000000000ull ^ ((uint64_t)me << 40) ^ (c->identity & 0xFFFFFFFFFFull);
+    uint64_t res[3] = {0, 0, 0};
+    sc_k_peer_check<<<1, 32, 0, c->internal>>>(c->peer_signal[p], c->peer_staging[p], me, pattern, c->probe_buf);
+    gpuError_t e = gpuGetLastError();
+    if (e == gpuSuccess) e = gpuStreamSynchronize(c->internal);
+    if (e == gpuSuccess) e = gpuMemcpy(res, c->probe_buf, sizeof(res), gpuMemcpyDeviceToHost);
+    if (e != gpuSuccess) {
+      (void)gpuGetLastError();
+      return fail_peer(sc_fail(SC_ERR_PEER, "peer access check: rank %d (device %d) touching rank %d's memory (device %d) failed: %s",
+                               me, c->device, p, blobs[p].device, gpuGetErrorString(e)));
+    }
+    if (res[0] != blobs[p].identity || res[1] != pattern)
+      return fail_peer(sc_fail(SC_ERR_PEER,
+                               "peer access check: rank %d (device %d) read wrong data from rank %d (device %d, GPU %s): "
+                               "identity %016llx expected %016llx, probe %016llx expected %016llx",
+                               me, c->device, p, blobs[p].device, blobs[p].bus_id, (unsigned long long)res[0],
+                               (unsigned long long)blobs[p].identity, (unsigned long long)res[1],
+                               (unsigned long long)pattern));
+  }
+  ScDevComm& d = c->dev;
+  memset(&d, 0, sizeof(d));
+  for (int p = 0; p < n; ++p) {
+    d.staging[p] = c->peer_staging[p];
+    d.signal[p] = c->peer_signal[p];
+  }
+  d.self = c->signal;
+  d.err = (volatile int*)c->dev_words;
+  d.abort_flag = (const volatile int*)(c->dev_words + 16);
+#if SC_HIP
+  const int khz = sc_hip_wallclock_khz(c->device);
+  d.timeout_ticks = (uint64_t)(c->timeout_s * (double)khz * 1000.0);
+#else
+  d.timeout_ticks = (uint64_t)(c->timeout_s * 1e9);
+#endif
+  d.half_bytes = c->half;
+  d.rank = me;
+  d.nranks = n;
+  c->connected = true;
+  return SC_OK;
+}
+
+static int sc_state_check(sc_comm* c) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "rank %d: communicator was aborted", c->rank);
+  volatile int* w = (volatile int*)c->host_words;
+  if (w[0] != SC_DEVERR_NONE) {
+    if (w[0] == SC_DEVERR_ABORT)
+      return sc_fail(SC_ERR_ABORTED, "rank %d: a kernel observed the abort flag (block %d, waiting for rank %d)",
+                     w[3], w[1], w[2]);
+    return sc_fail(SC_ERR_TIMEOUT,
+                   "rank %d: rank %d did not arrive at a barrier within %.1f s (block %d); the "
+                   "communicator is unusable: destroy it and create a new one",
+                   w[3], w[2], c->timeout_s, w[1]);
+  }
+  return SC_OK;
+}
+
+extern "C" int sc_comm_check(sc_comm_t c) { return sc_state_check(c); }
+
+extern "C" int sc_comm_abort(sc_comm_t c) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  ((volatile int*)c->host_words)[16] = 1;
+  c->aborted = true;
+  if (c->vcomm && g_vendor.h) {
+    g_vendor.CommAbort(c->vcomm);
+    c->vcomm = nullptr;
+  }
+  return SC_OK;
+}
+
+extern "C" int sc_comm_rank(sc_comm_t c, int* r) {
+  if (!c || !r) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  *r = c->rank;
+  return SC_OK;
+}
+extern "C" int sc_comm_size(sc_comm_t c, int* n) {
+  if (!c || !n) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  *n = c->nranks;
+  return SC_OK;
+}
+extern "C" int sc_comm_set_tuning(sc_comm_t c, size_t flat_max, size_t tree_max, int max_blocks) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (max_blocks < 0 || max_blocks > SC_MAX_BLOCKS)
+    return sc_fail(SC_ERR_INVALID_ARG, "max_blocks %d outside 1..%d", max_blocks, SC_MAX_BLOCKS);
+  if (flat_max) c->flat_max = flat_max;
+  if (tree_max) c->tree_max = tree_max;
+  if (max_blocks) c->max_blocks = max_blocks;
+  return SC_OK;
+}
+extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value) {
+  if (!c || !key) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  if (value < 0) return sc_fail(SC_ERR_INVALID_ARG, "option %s: negative value", key);
+  if (!strcmp(key, "flat_max_bytes")) c->flat_max = (size_t)value;
+  else if (!strcmp(key, "tree_max_bytes")) c->tree_max = (size_t)value;
+  else if (!strcmp(key, "ll_max_bytes")) c->ll_max = (size_t)value;
+  else if (!strcmp(key, "pdl")) c->pdl = value != 0;
+  else if (!strcmp(key, "threads") || !strcmp(key, "ll_threads")) {
+    if (value < 32 || value > SC_THREADS || value % 32)
+      return sc_fail(SC_ERR_INVALID_ARG, "%s %lld: a multiple of 32 in 32..%d", key, value, SC_THREADS);
+    // Known issue (2x H200, 2026-11-30): the barrier kernels with 128-thread blocks hung at 4 MB
+    // (flat, 128 blocks) while every 512-thread configuration passed; until understood, only the
+    // validated block size is accepted for them. The LL kernel (no barrier) takes any size.
+    if (key[0] == 't' && value != SC_THREADS)
+      return sc_fail(SC_ERR_UNSUPPORTED, "threads %lld: only %d is validated for the barrier kernels", value, SC_THREADS);
+    (key[0] == 't' ? c->threads : c->ll_threads) = (int)value;
+  }
+  else if (!strcmp(key, "max_blocks")) {
+    if (value < 1 || value > SC_MAX_BLOCKS) return sc_fail(SC_ERR_INVALID_ARG, "max_blocks %lld outside 1..%d", value, SC_MAX_BLOCKS);
+    c->max_blocks = (int)value;
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl)", key);
+  return SC_OK;
+}
+
+extern "C" int sc_comm_get_tuning(sc_comm_t c, size_t* flat_max, size_t* tree_max, int* max_blocks) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (flat_max) *flat_max = c->flat_max;
+  if (tree_max) *tree_max = c->tree_max;
+  if (max_blocks) *max_blocks = c->max_blocks;
+  return SC_OK;
+}
+
+static int sc_launch_check(sc_comm* c, const char* what) {
+  gpuError_t e = c->launch_err;
+  c->launch_err = gpuSuccess;
+  if (e != gpuSuccess)
+    return sc_fail(SC_ERR_RUNTIME, "rank %d: launch of %s failed: %s (%s)", c->rank, what, gpuGetErrorName(e),
+                   gpuGetErrorString(e));
+  return SC_OK;
+}
+
+// Launches a communicator kernel, with programmatic dependent launch where available.
+// The launch counter (the kernels' epochs) advances only when the launch was accepted, and a
+// refused launch is reported (never silently skipped: ranks' counters must stay equal).
+template <typename... KArgs, typename... Args>
+static gpuError_t sc_launch_raw(sc_comm* c, void (*k)(KArgs...), int grid, int block, gpuStream_t st, Args... args);
+
+template <typename... KArgs, typename... Args>
+static void sc_launch(sc_comm* c, void (*k)(KArgs...), int grid, int block, gpuStream_t st, ScDevComm dev, uint64_t seq,
+                      Args... args) {
+  (void)seq;
+  gpuError_t e = sc_launch_raw(c, k, grid, block, st, dev, c->seq, args...);
+  if (e == gpuSuccess) e = gpuGetLastError();
+  if (e == gpuSuccess) ++c->seq;
+  c->launch_err = e;
+}
+
+template <typename... KArgs, typename... Args>
+static gpuError_t sc_launch_raw(sc_comm* c, void (*k)(KArgs...), int grid, int block, gpuStream_t st, Args... args) {
+#if SC_CUDA
+  if (c->pdl) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3((unsigned)block);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
+  }
+#endif
+  k<<<grid, block, 0, st>>>(((KArgs)args)...);
+  return gpuGetLastError();
+}
+
+static int sc_launch_barrier(sc_comm* c, gpuStream_t s) {
+  sc_launch(c, sc_k_barrier, 1, 32, s, c->dev, c->seq);
+  return sc_launch_check(c, "barrier");
+}
+
+extern "C" int sc_comm_destroy(sc_comm_t c) {
+  if (!c) return SC_OK;
+  int rc = SC_OK;
+  {
+    ScDeviceGuard g(c->device);
+    if (c->connected && !c->aborted && sc_state_check(c) == SC_OK) {
+      // Collective: nobody may still write into our staging when it is freed.
+      rc = sc_launch_barrier(c, c->internal);
+      if (rc == SC_OK) {
+        gpuError_t e = gpuStreamSynchronize(c->internal);
+        if (e != gpuSuccess) rc = sc_fail(SC_ERR_RUNTIME, "destroy barrier: %s", gpuGetErrorString(e));
+      }
+      if (rc == SC_OK) rc = sc_state_check(c);
+    }
+    if (c->vcomm && g_vendor.h) g_vendor.CommDestroy(c->vcomm);
+    c->vcomm = nullptr;
+    sc_free_comm_memory(c);
+  }
+  std::string keep = rc != SC_OK ? g_last_error : std::string();
+  delete c;
+  if (rc != SC_OK) g_last_error = keep;
+  return rc;
+}
+
+static int sc_ready(sc_comm* c) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (!c->connected) return sc_fail(SC_ERR_STATE, "rank %d: communicator not connected (call sc_comm_connect)", c->rank);
+  return sc_state_check(c);
+}
+
+extern "C" int sc_barrier(sc_comm_t c, void* stream) {
+  SC_TRY(sc_ready(c));
+  SC_TRY(sc_no_capture(c, stream));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  return sc_launch_barrier(c, (gpuStream_t)stream);
+}
+
+// Epochs come from a host-side launch counter, so a captured graph would replay stale epochs.
+static int sc_no_capture(sc_comm* c, void* stream) {
+#if SC_HIP
+  hipStreamCaptureStatus cs = hipStreamCaptureStatusNone;
+  if (hipStreamIsCapturing((gpuStream_t)stream, &cs) != hipSuccess) (void)hipGetLastError();
+  const bool capturing = cs != hipStreamCaptureStatusNone;
+#else
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing((gpuStream_t)stream, &cs) != cudaSuccess) (void)cudaGetLastError();
+  const bool capturing = cs != cudaStreamCaptureStatusNone;
+#endif
+  if (capturing)
+    return sc_fail(SC_ERR_UNSUPPORTED, "rank %d: DDA collectives cannot be captured into a graph yet (use algo VENDOR)", c->rank);
+  return SC_OK;
+}
+
+static int sc_blocks_for(sc_comm* c, size_t units, int threads = 0) {
+  if (threads <= 0) threads = c->threads;
+  size_t b = (units + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > (size_t)c->max_blocks) b = (size_t)c->max_blocks;
+  return (int)b;
+}
+
+// ---- typed dispatch ----
+#define SC_KIND_LL 100
+template <int DT, int OP>
+static void sc_launch_allreduce_t(sc_comm* c, int algo, const void* s, void* r, size_t n, double f, gpuStream_t st) {
+  typedef ScType<DT> Ty;
+  typedef typename Ty::T T;
+  typedef typename Ty::Acc Acc;
+  const size_t units = (n + Ty::V - 1) / Ty::V;
+  if (algo == SC_KIND_LL) {
+    sc_launch(c, sc_k_allreduce_ll<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+  } else if (algo == SC_ALGO_FLAT) {
+    sc_launch(c, sc_k_allreduce_flat<DT, OP>, sc_blocks_for(c, units), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+  } else {
+    const size_t su = (units + c->nranks - 1) / c->nranks;
+    sc_launch(c, sc_k_allreduce_tree<DT, OP>, sc_blocks_for(c, su), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+  }
+}
+template <int DT, int OP>
+static void sc_launch_rs_t(sc_comm* c, const void* s, void* r, size_t n, size_t stride, double f, gpuStream_t st) {
+  typedef ScType<DT> Ty;
+  typedef typename Ty::T T;
+  typedef typename Ty::Acc Acc;
+  const size_t units = (n + Ty::V - 1) / Ty::V;
+  sc_launch(c, sc_k_reducescatter<DT, OP>, sc_blocks_for(c, units), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, stride, (Acc)f);
+}
+
+#define SC_FLOAT_OPS(DT, CALL)                   \
+  switch (op) {                                  \
+    case SC_SUM: CALL(DT, SC_OP_SUM); break;     \
+    case SC_AVG: CALL(DT, SC_OP_AVG); break;     \
+    case SC_MIN: CALL(DT, SC_OP_MIN); break;     \
+    case SC_MAX: CALL(DT, SC_OP_MAX); break;     \
+    case SC_PRODUCT: CALL(DT, SC_OP_PROD); break; \
+    case SC_PREMUL_SUM: CALL(DT, SC_OP_PREMUL); break; \
+  }
+#define SC_INT_OPS(DT, CALL)                     \
+  switch (op) {                                  \
+    case SC_SUM: CALL(DT, SC_OP_SUM); break;     \
+    case SC_AVG: CALL(DT, SC_OP_AVG); break;     \
+    case SC_MIN: CALL(DT, SC_OP_MIN); break;     \
+    case SC_MAX: CALL(DT, SC_OP_MAX); break;     \
+    case SC_PRODUCT: CALL(DT, SC_OP_PROD); break; \
+  }
+#define SC_ALL_TYPES(CALL)                                   \
+  switch (dtype) {                                           \
+    case SC_FLOAT32: SC_FLOAT_OPS(SC_DT_F32, CALL) break;    \
+    case SC_BFLOAT16: SC_FLOAT_OPS(SC_DT_BF16, CALL) break;  \
+    case SC_FLOAT16: SC_FLOAT_OPS(SC_DT_F16, CALL) break;    \
+    case SC_FLOAT64: SC_FLOAT_OPS(SC_DT_F64, CALL) break;    \
+    case SC_INT32: SC_INT_OPS(SC_DT_I32, CALL) break;        \
+    case SC_INT64: SC_INT_OPS(SC_DT_I64, CALL) break;        \
+  }
+
+static int sc_check_reduce_args(sc_comm* c, const void* send, void* recv, int dtype, int op, const char* what) {
+  const size_t es = sc_dtype_size(dtype);
+  if (!es) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown dtype %d", what, dtype);
+  if (op < SC_SUM || op > SC_PREMUL_SUM) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown op %d", what, op);
+  if (sc_is_int(dtype) && op == SC_PREMUL_SUM)
+    return sc_fail(SC_ERR_UNSUPPORTED, "%s: PREMUL_SUM is defined for floating-point types only", what);
+  if (!send || !recv) return sc_fail(SC_ERR_INVALID_ARG, "%s: null buffer", what);
+  if (((uintptr_t)send % es) || ((uintptr_t)recv % es))
+    return sc_fail(SC_ERR_INVALID_ARG, "%s: buffers must be aligned to the element size (%zu)", what, es);
+  (void)c;
+  return SC_OK;
+}
+
+// float -> IEEE half, round to nearest even (host side, for the vendor PREMUL scalar).
+static uint16_t sc_host_f2h(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
+  if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // overflow -> inf
+  if (absx < 0x38800000u) {                                     // subnormal or zero
+    if (absx < 0x33000000u) return (uint16_t)sign;
+    const uint32_t e = absx >> 23, m = (absx & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;                             // 14 + (113 - e) - 1
+    uint32_t r = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) ++r;
+    return (uint16_t)(sign | r);
+  }
+  uint32_t r = absx - 0x38000000u;                              // rebias 127 -> 15
+  r = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  return (uint16_t)(sign | r);
+}
+
+static int sc_vendor_op(sc_comm* c, int dtype, int op, double factor, vOp* out, bool* created) {
+  *created = false;
+  switch (op) {
+    case SC_SUM: *out = 0; return SC_OK;
+    case SC_PRODUCT: *out = 1; return SC_OK;
+    case SC_MAX: *out = 2; return SC_OK;
+    case SC_MIN: *out = 3; return SC_OK;
+    case SC_AVG: *out = 4; return SC_OK;
+    case SC_PREMUL_SUM: {
+      unsigned char scalar[8];
+      if (dtype == SC_FLOAT32) { float v = (float)factor; memcpy(scalar, &v, 4); }
+      else if (dtype == SC_FLOAT64) { memcpy(scalar, &factor, 8); }
+      else if (dtype == SC_BFLOAT16) {
+        float v = (float)factor; uint32_t u; memcpy(&u, &v, 4);
+        u += 0x7fffu + ((u >> 16) & 1u); uint16_t h = (uint16_t)(u >> 16); memcpy(scalar, &h, 2);
+      } else if (dtype == SC_FLOAT16) {
+        uint16_t h = sc_host_f2h((float)factor); memcpy(scalar, &h, 2);
+      } else return sc_fail(SC_ERR_UNSUPPORTED, "PREMUL_SUM on integers");
+      vResult r = g_vendor.RedOpCreatePreMulSum(out, scalar, sc_vendor_dtype(dtype), 1 /*host immediate*/, c->vcomm);
+      if (r != 0) return sc_fail(SC_ERR_VENDOR, "ncclRedOpCreatePreMulSum: %s", g_vendor.GetErrorString(r));
+      *created = true;
+      return SC_OK;
+    }
+  }
+  return sc_fail(SC_ERR_INVALID_ARG, "unknown op %d", op);
+}
+
+static int sc_vendor_check(sc_comm* c) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (!sc_vendor_ready()) return SC_ERR_VENDOR;
+  if (!c->vcomm) return sc_fail(SC_ERR_STATE, "rank %d: vendor communicator not initialized (sc_vendor_comm_init)", c->rank);
+  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "communicator was aborted");
+  return SC_OK;
+}
+
+extern "C" int sc_vendor_comm_init(sc_comm_t c, const void* id) {
+  if (!c || !id) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  if (!sc_vendor_ready()) return SC_ERR_VENDOR;
+  if (c->vcomm) return sc_fail(SC_ERR_STATE, "vendor communicator already initialized");
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  vUniqueId uid;
+  memcpy(&uid, id, sizeof(uid));
+  vResult r = g_vendor.CommInitRank(&c->vcomm, c->nranks, uid, c->rank);
+  if (r != 0) {
+    c->vcomm = nullptr;
+    return sc_fail(SC_ERR_VENDOR, "ncclCommInitRank(rank %d of %d): %s", c->rank, c->nranks, g_vendor.GetErrorString(r));
+  }
+  return SC_OK;
+}
+
+static int sc_vendor_allreduce(sc_comm* c, const void* s, void* r, size_t n, int dtype, int op, double f, gpuStream_t st) {
+  SC_TRY(sc_vendor_check(c));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  vOp vop;
+  bool created;
+  SC_TRY(sc_vendor_op(c, dtype, op, f, &vop, &created));
+  vResult res = g_vendor.AllReduce(s, r, n, sc_vendor_dtype(dtype), vop, c->vcomm, st);
+  if (created) g_vendor.RedOpDestroy(vop, c->vcomm);
+  if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclAllReduce: %s", g_vendor.GetErrorString(res));
+  return SC_OK;
+}
+
+extern "C" int sc_vendor_allgather(sc_comm_t c, const void* s, void* r, size_t n, int dtype, void* st) {
+  SC_TRY(sc_vendor_check(c));
+  if (!sc_dtype_size(dtype)) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  vResult res = g_vendor.AllGather(s, r, n, sc_vendor_dtype(dtype), c->vcomm, (gpuStream_t)st);
+  if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclAllGather: %s", g_vendor.GetErrorString(res));
+  return SC_OK;
+}
+extern "C" int sc_vendor_reducescatter(sc_comm_t c, const void* s, void* r, size_t n, int dtype, int op, double f, void* st) {
+  SC_TRY(sc_vendor_check(c));
+  SC_TRY(sc_check_reduce_args(c, s, r, dtype, op, "sc_vendor_reducescatter"));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  vOp vop;
+  bool created;
+  SC_TRY(sc_vendor_op(c, dtype, op, f, &vop, &created));
+  vResult res = g_vendor.ReduceScatter(s, r, n, sc_vendor_dtype(dtype), vop, c->vcomm, (gpuStream_t)st);
+  if (created) g_vendor.RedOpDestroy(vop, c->vcomm);
+  if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclReduceScatter: %s", g_vendor.GetErrorString(res));
+  return SC_OK;
+}
+extern "C" int sc_vendor_broadcast(sc_comm_t c, const void* s, void* r, size_t n, int dtype, int root, void* st) {
+  SC_TRY(sc_vendor_check(c));
+  if (!sc_dtype_size(dtype)) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  vResult res = g_vendor.Broadcast(s, r, n, sc_vendor_dtype(dtype), root, c->vcomm, (gpuStream_t)st);
+  if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclBroadcast: %s", g_vendor.GetErrorString(res));
+  return SC_OK;
+}
+
+static int sc_choose(sc_comm* c, size_t bytes) {
+  if (c->nranks == 1) return SC_ALGO_FLAT;
+  if (bytes <= c->flat_max) return SC_ALGO_FLAT;
+  if (bytes <= c->tree_max || !c->vcomm) return SC_ALGO_TREE;
+  return SC_ALGO_VENDOR;
+}
+
+extern "C" int sc_allreduce_choose(sc_comm_t c, size_t bytes, int* algo) {
+  if (!c || !algo) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  *algo = sc_choose(c, bytes);
+  return SC_OK;
+}
+
+extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int op,
+                            double factor, int algo, void* stream) {
+  SC_TRY(sc_check_reduce_args(c, send, recv, dtype, op, "sc_allreduce"));
+  if (algo < SC_ALGO_AUTO || algo > SC_ALGO_VENDOR) return sc_fail(SC_ERR_INVALID_ARG, "unknown algo %d", algo);
+  if (algo == SC_ALGO_LP)
+    return sc_fail(SC_ERR_UNSUPPORTED, "algo LP (FP8 on the wire) is reserved and not implemented yet");
+  if (count == 0) return SC_OK;
+  const size_t es = sc_dtype_size(dtype);
+  if (algo == SC_ALGO_AUTO) algo = sc_choose(c, count * es);
+  if (algo == SC_ALGO_VENDOR) return sc_vendor_allreduce(c, send, recv, count, dtype, op, factor, (gpuStream_t)stream);
+  SC_TRY(sc_ready(c));
+  SC_TRY(sc_no_capture(c, stream));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const int n = c->nranks;
+  const size_t V = 16 / es;
+  size_t cap_units;
+  const size_t units_all = (count + V - 1) / V;
+  if (algo == SC_ALGO_FLAT && count * es <= c->ll_max && units_all * 32 * (size_t)n <= c->half) {
+    algo = SC_KIND_LL;  // one chunk, LL protocol
+    cap_units = units_all;
+  } else if (algo == SC_ALGO_FLAT) cap_units = c->half / (16 * (size_t)n);
+  else cap_units = (c->half / (32 * (size_t)n)) * (size_t)n;
+  const size_t cap = cap_units * V;
+  gpuStream_t st = (gpuStream_t)stream;
+  for (size_t off = 0; off < count; off += cap) {
+    const size_t len = count - off < cap ? count - off : cap;
+    const char* s = (const char*)send + off * es;
+    char* r = (char*)recv + off * es;
+#define SC_CALL_AR(DT, OP) sc_launch_allreduce_t<DT, OP>(c, algo, s, r, len, factor, st)
+    SC_ALL_TYPES(SC_CALL_AR)
+#undef SC_CALL_AR
+    SC_TRY(sc_launch_check(c, algo == SC_KIND_LL ? "allreduce_ll" : algo == SC_ALGO_FLAT ? "allreduce_flat" : "allreduce_tree"));
+  }
+  return SC_OK;
+}
+
+extern "C" int sc_reducescatter(sc_comm_t c, const void* send, void* recv, size_t recv_count, int dtype, int op,
+                                double factor, void* stream) {
+  SC_TRY(sc_check_reduce_args(c, send, recv, dtype, op, "sc_reducescatter"));
+  if (recv_count == 0) return SC_OK;
+  SC_TRY(sc_ready(c));
+  SC_TRY(sc_no_capture(c, stream));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const size_t es = sc_dtype_size(dtype);
+  const size_t cap = (c->half / (16 * (size_t)c->nranks)) * (16 / es);
+  gpuStream_t st = (gpuStream_t)stream;
+  for (size_t off = 0; off < recv_count; off += cap) {
+    const size_t len = recv_count - off < cap ? recv_count - off : cap;
+    const char* s = (const char*)send + off * es;
+    char* r = (char*)recv + off * es;
+#define SC_CALL_RS(DT, OP) sc_launch_rs_t<DT, OP>(c, s, r, len, recv_count, factor, st)
+    SC_ALL_TYPES(SC_CALL_RS)
+#undef SC_CALL_RS
+    SC_TRY(sc_launch_check(c, "reducescatter"));
+  }
+  return SC_OK;
+}
+
+template <int KIND>
+static int sc_exchange(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int root, void* stream,
+                       const char* what) {
+  const size_t es = sc_dtype_size(dtype);
+  if (!es) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown dtype %d", what, dtype);
+  if (!recv || (!send && !(KIND == SC_X_BROADCAST && c && c->rank != root)))
+    return sc_fail(SC_ERR_INVALID_ARG, "%s: null buffer", what);
+  if (((uintptr_t)send % es) || ((uintptr_t)recv % es))
+    return sc_fail(SC_ERR_INVALID_ARG, "%s: buffers must be aligned to the element size (%zu)", what, es);
+  if (count == 0) return SC_OK;
+  SC_TRY(sc_ready(c));
+  SC_TRY(sc_no_capture(c, stream));
+  if (KIND == SC_X_BROADCAST && (root < 0 || root >= c->nranks))
+    return sc_fail(SC_ERR_INVALID_ARG, "%s: root %d outside 0..%d", what, root, c->nranks - 1);
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const size_t total = count * es;
+  const size_t cap = KIND == SC_X_BROADCAST ? (c->half & ~(size_t)15) : ((c->half / c->nranks) & ~(size_t)15);
+  const size_t stride = total;  // bytes between rank slices in send (alltoall) / recv
+  gpuStream_t st = (gpuStream_t)stream;
+  for (size_t off = 0; off < total; off += cap) {
+    const size_t len = total - off < cap ? total - off : cap;
+    const char* s = send ? (const char*)send + off : nullptr;
+    char* r = (char*)recv + off;
+    const int blocks = sc_blocks_for(c, (len + 15) / 16);
+    switch (es) {
+      case 2: sc_launch(c, sc_k_exchange<2, KIND>, blocks, c->threads, st, c->dev, c->seq, s, r, len, stride, stride, root); break;
+      case 4: sc_launch(c, sc_k_exchange<4, KIND>, blocks, c->threads, st, c->dev, c->seq, s, r, len, stride, stride, root); break;
+      default: sc_launch(c, sc_k_exchange<8, KIND>, blocks, c->threads, st, c->dev, c->seq, s, r, len, stride, stride, root); break;
+    }
+    SC_TRY(sc_launch_check(c, what));
+  }
+  return SC_OK;
+}
+
+extern "C" int sc_allgather(sc_comm_t c, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) {
+  return sc_exchange<SC_X_ALLGATHER>(c, send, recv, count_per_rank, dtype, 0, stream, "sc_allgather");
+}
+extern "C" int sc_alltoall(sc_comm_t c, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) {
+  return sc_exchange<SC_X_ALLTOALL>(c, send, recv, count_per_peer, dtype, 0, stream, "sc_alltoall");
+}
+extern "C" int sc_broadcast(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int root, void* stream) {
+  return sc_exchange<SC_X_BROADCAST>(c, send, recv, count, dtype, root, stream, "sc_broadcast");
+}

@@ -1,0 +1,964 @@
+// sc_gpu_test: C-level correctness test and benchmark of the sparkcomms GPU library.
+//
+//   sc_gpu_test [--ranks N] [--seed S] [--no-mp] [--no-sp] [--no-bench] [--bench-only]
+//               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
+//
+// Modes (all by default):
+//   mp    one process per GPU (fork), blobs exchanged through files in a private temp dir
+//   sp    all ranks in one process (one thread per rank), direct peer pointers
+//   bench (mp) allreduce fp32 + bf16, 1 KB .. 1 GB: DDA flat, tree vs NCCL in the same run
+// Uses only the C ABI (sparkcomms.h). Exit status 0 only when every check passed.
+#include "sparkcomms.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+// ------------------------------------------------------------------------------------------
+// small helpers
+// ------------------------------------------------------------------------------------------
+static double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Ctx;
+static void die(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "FATAL: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  fflush(stderr);
+  _exit(3);
+}
+
+#define SC(call)                                                                               \
+  do {                                                                                         \
+    int rc_ = (call);                                                                          \
+    if (rc_ != SC_OK) die("%s:%d %s -> %s: %s", __FILE__, __LINE__, #call, sc_status_name(rc_), \
+                          sc_last_error());                                                    \
+  } while (0)
+
+static uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double urand(uint64_t& s) { return (splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+static uint16_t f2bf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static float bf2f(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static uint16_t f2h(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return (uint16_t)sign;
+    const uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
+    uint32_t r = m >> sh;
+    const uint32_t rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+    if (rem > half || (rem == half && (r & 1))) ++r;
+    return (uint16_t)(sign | r);
+  }
+  uint32_t r = a - 0x38000000u;
+  r = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  return (uint16_t)(sign | r);
+}
+static float h2f(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) u = sign;
+    else {
+      float f = (float)m * (1.0f / 16777216.0f);
+      memcpy(&u, &f, 4);
+      u |= sign;
+    }
+  } else if (e == 31) u = sign | 0x7f800000u | (m << 13);
+  else u = sign | ((e + 112) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static const char* DT_NAME[] = {"fp32", "bf16", "fp16", "fp64", "int32", "int64"};
+static const size_t DT_SIZE[] = {4, 2, 2, 8, 4, 8};
+static const char* OP_NAME[] = {"sum", "avg", "min", "max", "prod", "premul"};
+static const char* ALGO_NAME[] = {"auto", "flat", "tree", "lp", "vendor"};
+static bool is_int(int dt) { return dt == SC_INT32 || dt == SC_INT64; }
+
+static double getf(const void* b, int dt, size_t i) {
+  switch (dt) {
+    case SC_FLOAT32: return ((const float*)b)[i];
+    case SC_BFLOAT16: return bf2f(((const uint16_t*)b)[i]);
+    case SC_FLOAT16: return h2f(((const uint16_t*)b)[i]);
+    case SC_FLOAT64: return ((const double*)b)[i];
+    case SC_INT32: return ((const int32_t*)b)[i];
+    default: return (double)((const int64_t*)b)[i];
+  }
+}
+static int64_t geti(const void* b, int dt, size_t i) {
+  return dt == SC_INT32 ? (int64_t)((const int32_t*)b)[i] : ((const int64_t*)b)[i];
+}
+static void putf(void* b, int dt, size_t i, double v) {
+  switch (dt) {
+    case SC_FLOAT32: ((float*)b)[i] = (float)v; break;
+    case SC_BFLOAT16: ((uint16_t*)b)[i] = f2bf((float)v); break;
+    case SC_FLOAT16: ((uint16_t*)b)[i] = f2h((float)v); break;
+    case SC_FLOAT64: ((double*)b)[i] = v; break;
+    case SC_INT32: ((int32_t*)b)[i] = (int32_t)v; break;
+    default: ((int64_t*)b)[i] = (int64_t)v; break;
+  }
+}
+static uint64_t fnv(const void* p, size_t n) {
+  const unsigned char* c = (const unsigned char*)p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+// Deterministic input of rank q for a case.
+static void gen_input(std::vector<unsigned char>& buf, int dt, int op, size_t count, uint64_t seed, int q) {
+  buf.resize(count * DT_SIZE[dt] + 16);
+  uint64_t s = seed * 1000003ull + (uint64_t)q * 7919ull + 17;
+  void* b = buf.data();
+  if (is_int(dt)) {
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t r = splitmix(s);
+      if (dt == SC_INT32) ((int32_t*)b)[i] = (op == SC_AVG || op == SC_SUM) ? (int32_t)(r % 2000000001ull) - 1000000000 : (int32_t)r;
+      else ((int64_t*)b)[i] = (int64_t)r;
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      double v = urand(s) * 2.0 - 1.0;
+      if (op == SC_PRODUCT) v = (v < 0 ? -1.0 : 1.0) * (0.75 + 0.5 * fabs(v));
+      putf(b, dt, i, v);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// rendezvous through files (works across processes and threads)
+// ------------------------------------------------------------------------------------------
+struct Exchanger {
+  std::string dir;
+  int rank, n;
+  uint64_t tag = 0;
+  void allgather(const void* mine, size_t len, void* all) {
+    ++tag;
+    char path[512], tmp[600];
+    snprintf(path, sizeof(path), "%s/x%llu_r%d", dir.c_str(), (unsigned long long)tag, rank);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE* f = fopen(tmp, "wb");
+    if (!f || fwrite(mine, 1, len, f) != len || fclose(f) != 0) die("rendezvous write %s: %s", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) die("rename %s: %s", path, strerror(errno));
+    const double t0 = now_s();
+    for (int q = 0; q < n; ++q) {
+      char pq[512];
+      snprintf(pq, sizeof(pq), "%s/x%llu_r%d", dir.c_str(), (unsigned long long)tag, q);
+      for (;;) {
+        FILE* g = fopen(pq, "rb");
+        if (g) {
+          size_t got = fread((char*)all + (size_t)q * len, 1, len, g);
+          fclose(g);
+          if (got == len) break;
+        }
+        if (now_s() - t0 > 300) die("rank %d: rendezvous timeout waiting for rank %d (tag %llu)", rank, q, (unsigned long long)tag);
+        usleep(200);
+      }
+    }
+  }
+  void barrier() {
+    char b = 1;
+    std::vector<char> all(n);
+    allgather(&b, 1, all.data());
+  }
+};
+
+// ------------------------------------------------------------------------------------------
+// per-rank test context
+// ------------------------------------------------------------------------------------------
+struct Ctx {
+  int rank, n, device;
+  const char* mode;
+  Exchanger ex;
+  uint64_t seed;
+  sc_comm_t comm = nullptr;
+  void* stream = nullptr;
+  bool vendor = false;
+  int fails = 0, passes = 0;
+  std::vector<uint64_t> hashes;  // allreduce output hashes, compared across ranks at the end
+  std::vector<std::string> case_names;
+  bool verbose;
+  void log(const char* fmt, ...) {
+    if (rank != 0 && !verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[2048];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    printf("[%s r%d] %s\n", mode, rank, buf);
+    fflush(stdout);
+  }
+  void fail(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[2048];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    printf("[%s r%d] FAIL %s\n", mode, rank, buf);
+    fflush(stdout);
+    ++fails;
+  }
+};
+
+static const size_t GUARD = 64;
+static thread_local bool vendor16 = false;  // looser tolerance for the vendor's 16-bit PREMUL_SUM
+
+struct DevBuf {
+  void* p = nullptr;
+  size_t bytes = 0;
+  void ensure(size_t b) {
+    if (b <= bytes) return;
+    if (p) SC(sc_free(p));
+    SC(sc_malloc(&p, b));
+    bytes = b;
+  }
+  ~DevBuf() {
+    if (p) sc_free(p);
+  }
+};
+
+// Compare one float output element with the float64 reference.
+static bool close_enough(double out, double ref, double scale, int dt, int op) {
+  if (std::isnan(out)) return false;
+  if (op == SC_MIN || op == SC_MAX) return out == ref;
+  if (vendor16) return fabs(out - ref) <= (dt == SC_BFLOAT16 ? 3.0 / 128 : 3.0 / 512) * scale;
+  const double rel = dt == SC_FLOAT32 ? 2e-6 : dt == SC_BFLOAT16 ? 1.0 / 128 : dt == SC_FLOAT16 ? 1.0 / 512 : 1e-13;
+  const double acc = dt == SC_FLOAT64 ? 1e-13 : 2e-6;
+  if (op == SC_PRODUCT) return fabs(out - ref) <= (rel + acc * 8) * fabs(ref) + 1e-30;
+  return fabs(out - ref) <= rel * fabs(ref) + acc * scale + (dt == SC_FLOAT16 ? 1e-7 : 1e-300);
+}
+
+// Reference reduction of element i over ranks. Floats in float64; ints with the library's
+// documented wrap-around semantics.
+struct RefOut {
+  double f;
+  int64_t i;
+  double scale;
+};
+static RefOut ref_reduce(const std::vector<std::vector<unsigned char>>& in, size_t off, int dt, int op, double factor, int n) {
+  RefOut r{0, 0, 0};
+  if (is_int(dt)) {
+    int64_t acc = geti(in[0].data(), dt, off);
+    for (int q = 1; q < n; ++q) {
+      int64_t x = geti(in[q].data(), dt, off);
+      switch (op) {
+        case SC_SUM: case SC_AVG: acc = (int64_t)((uint64_t)acc + (uint64_t)x); break;
+        case SC_MIN: acc = std::min(acc, x); break;
+        case SC_MAX: acc = std::max(acc, x); break;
+        case SC_PRODUCT: acc = (int64_t)((uint64_t)acc * (uint64_t)x); break;
+      }
+    }
+    if (op == SC_AVG) acc /= n;
+    if (dt == SC_INT32) acc = (int32_t)(uint32_t)(uint64_t)acc;
+    r.i = acc;
+    return r;
+  }
+  double acc = 0, scale = 0;
+  for (int q = 0; q < n; ++q) {
+    double x = getf(in[q].data(), dt, off);
+    if (op == SC_PREMUL_SUM) x *= (dt == SC_FLOAT64 ? factor : (double)(float)factor);
+    scale += fabs(x);
+    if (q == 0) acc = x;
+    else switch (op) {
+        case SC_SUM: case SC_AVG: case SC_PREMUL_SUM: acc += x; break;
+        case SC_MIN: acc = std::min(acc, x); break;
+        case SC_MAX: acc = std::max(acc, x); break;
+        case SC_PRODUCT: acc *= x; break;
+      }
+  }
+  if (op == SC_AVG) {
+    acc /= n;
+    scale /= n;
+  }
+  r.f = acc;
+  r.scale = scale;
+  return r;
+}
+
+// Checks out[0..count) against the reference of input element (base + i). Returns #bad.
+static size_t check_reduced(Ctx& c, const char* name, const unsigned char* out, size_t count,
+                            const std::vector<std::vector<unsigned char>>& in, size_t base, int dt, int op,
+                            double factor, double* max_rel) {
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    RefOut r = ref_reduce(in, base + i, dt, op, factor, c.n);
+    bool ok;
+    double o = 0;
+    if (is_int(dt)) {
+      ok = geti(out, dt, i) == r.i;
+    } else {
+      o = getf(out, dt, i);
+      ok = close_enough(o, r.f, r.scale, dt, op);
+      double den = std::max(fabs(r.f), 1e-30);
+      if (!std::isnan(o)) *max_rel = std::max(*max_rel, fabs(o - r.f) / std::max(den, r.scale * 1e-3));
+    }
+    if (!ok) {
+      if (bad < 4) {
+        if (is_int(dt)) c.fail("%s: element %zu = %lld, expected %lld", name, i, (long long)geti(out, dt, i), (long long)r.i);
+        else c.fail("%s: element %zu = %.9g, expected %.9g (scale %.3g)", name, i, o, r.f, r.scale);
+        --c.fails;  // counted once per case below
+      }
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+static bool guard_ok(const unsigned char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != 0xFF) return false;
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------
+// correctness suite
+// ------------------------------------------------------------------------------------------
+static void run_correctness(Ctx& c, size_t staging) {
+  const int n = c.n, r = c.rank;
+  std::vector<size_t> counts = {1, 7, 1023, (1u << 20) + 3};
+  DevBuf dsend, drecv;
+  std::vector<std::vector<unsigned char>> in(n);
+  std::vector<unsigned char> out;
+  uint64_t case_id = 0;
+  const double factor = 0.37;
+  int algos[] = {SC_ALGO_FLAT, SC_ALGO_TREE, SC_ALGO_AUTO, SC_ALGO_VENDOR};
+
+  auto run_case = [&](const char* coll, int dt, int op, int algo, size_t count, size_t elem_off, int root) {
+    ++case_id;
+    const size_t es = DT_SIZE[dt];
+    char name[256];
+    snprintf(name, sizeof(name), "%s %s %s %s count=%zu off=%zu", coll, DT_NAME[dt], op >= 0 ? OP_NAME[op] : "-",
+             algo >= 0 ? ALGO_NAME[algo] : "-", count, elem_off);
+    const bool ar = !strcmp(coll, "allreduce"), rs = !strcmp(coll, "reducescatter"), ag = !strcmp(coll, "allgather"),
+               a2a = !strcmp(coll, "alltoall"), bc = !strcmp(coll, "broadcast");
+    const size_t in_count = (rs || a2a) ? count * n : count;
+    const size_t out_count = (ag || a2a) ? count * n : count;
+    const uint64_t cs = c.seed ^ (case_id * 0x9E3779B97F4A7C15ull);
+    for (int q = 0; q < n; ++q) gen_input(in[q], dt, op < 0 ? SC_SUM : op, in_count, cs, q);
+    const size_t in_bytes = in_count * es, out_bytes = out_count * es;
+    const size_t off_b = elem_off * es;
+    dsend.ensure(in_bytes + off_b + 256);
+    drecv.ensure(out_bytes + off_b + GUARD + 256);
+    unsigned char* sp = (unsigned char*)dsend.p + off_b;
+    unsigned char* rp = (unsigned char*)drecv.p + off_b;
+    SC(sc_memcpy_htod(sp, in[r].data(), in_bytes, nullptr));
+    SC(sc_memset(drecv.p, 0xFF, out_bytes + off_b + GUARD, nullptr));  // NaN / -1 poison + guard
+    int rc = SC_OK;
+    if (ar) rc = sc_allreduce(c.comm, sp, rp, count, dt, op, factor, algo, c.stream);
+    else if (rs) rc = sc_reducescatter(c.comm, sp, rp, count, dt, op, factor, c.stream);
+    else if (ag) rc = sc_allgather(c.comm, sp, rp, count, dt, c.stream);
+    else if (a2a) rc = sc_alltoall(c.comm, sp, rp, count, dt, c.stream);
+    else if (bc) rc = sc_broadcast(c.comm, r == root ? sp : nullptr, rp, count, dt, root, c.stream);
+    if (rc != SC_OK) {
+      c.fail("%s: call returned %s: %s", name, sc_status_name(rc), sc_last_error());
+      return;
+    }
+    SC(sc_stream_synchronize(c.stream));
+    if (sc_comm_check(c.comm) != SC_OK) die("%s: device error: %s", name, sc_last_error());
+    out.resize(out_bytes + GUARD);
+    SC(sc_memcpy_dtoh(out.data(), rp, out_bytes + GUARD, nullptr));
+    size_t bad = 0;
+    double max_rel = 0;
+    if (!guard_ok(out.data() + out_bytes, GUARD)) {
+      c.fail("%s: wrote past the end of the output", name);
+      return;
+    }
+    if (ar) {
+      double f = factor;
+      if (algo == SC_ALGO_VENDOR && op == SC_PREMUL_SUM && DT_SIZE[dt] == 2) {
+        // the vendor library applies the scalar in the element type, rounding each product
+        f = dt == SC_BFLOAT16 ? bf2f(f2bf((float)factor)) : h2f(f2h((float)factor));
+        vendor16 = true;
+      }
+      bad = check_reduced(c, name, out.data(), count, in, 0, dt, op, f, &max_rel);
+      vendor16 = false;
+      c.hashes.push_back(fnv(out.data(), out_bytes));
+      c.case_names.push_back(name);
+    } else if (rs) {
+      // reference of slice r: element i of slice r is element r*count + i of each input
+      bad = check_reduced(c, name, out.data(), count, in, (size_t)r * count, dt, op, factor, &max_rel);
+    } else {
+      for (size_t i = 0; i < out_count; ++i) {
+        const unsigned char* exp;
+        if (ag) exp = in[i / count].data() + (i % count) * es;
+        else if (a2a) exp = in[i / count].data() + ((size_t)r * count + i % count) * es;
+        else exp = in[root].data() + i * es;
+        if (memcmp(out.data() + i * es, exp, es) != 0) {
+          if (bad < 4) {
+            c.fail("%s: element %zu differs (got %.6g expected %.6g)", name, i, getf(out.data(), dt, i), getf(exp, dt, 0));
+            --c.fails;
+          }
+          ++bad;
+        }
+      }
+    }
+    if (bad) c.fail("%s: %zu wrong element(s)", name, bad);
+    else ++c.passes;
+    (void)max_rel;
+  };
+
+  const double t0 = now_s();
+  for (int dt = 0; dt < 6; ++dt) {
+    std::vector<size_t> cs = counts;
+    cs.push_back(staging / DT_SIZE[dt] + 1001);  // larger than the whole staging buffer
+    for (int op = 0; op < 6; ++op) {
+      if (is_int(dt) && op == SC_PREMUL_SUM) continue;
+      for (int algo : algos) {
+        if (algo == SC_ALGO_VENDOR && !c.vendor) continue;
+        for (size_t cnt : cs) {
+          if (algo == SC_ALGO_VENDOR && cnt > 4096) continue;  // vendor: semantics check only
+          run_case("allreduce", dt, op, algo, cnt, 0, 0);
+        }
+        if (algo != SC_ALGO_VENDOR) run_case("allreduce", dt, op, algo, 1023, 1, 0);  // unaligned buffers
+      }
+      for (size_t cnt : {(size_t)1, (size_t)7, (size_t)1023, (size_t)(1u << 20) + 3}) run_case("reducescatter", dt, op, -1, cnt, 0, 0);
+      run_case("reducescatter", dt, op, -1, staging / DT_SIZE[dt] / n + 77, 0, 0);
+      run_case("reducescatter", dt, op, -1, 1023, 3, 0);
+    }
+    for (size_t cnt : cs) {
+      run_case("allgather", dt, -1, -1, cnt, 0, 0);
+      run_case("alltoall", dt, -1, -1, cnt, 0, 0);
+      run_case("broadcast", dt, -1, -1, cnt, 0, (int)(cnt % n));
+    }
+    run_case("allgather", dt, -1, -1, 1023, 1, 0);
+    run_case("alltoall", dt, -1, -1, 1023, 1, 0);
+    run_case("broadcast", dt, -1, -1, 1023, 1, n - 1);
+    c.log("%s done: %d passed, %d failed so far (%.1f s)", DT_NAME[dt], c.passes, c.fails, now_s() - t0);
+  }
+  // Error paths: LP and PREMUL on ints.
+  if (sc_allreduce(c.comm, dsend.p, drecv.p, 16, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_LP, c.stream) != SC_ERR_UNSUPPORTED)
+    c.fail("algo LP should return SC_ERR_UNSUPPORTED");
+  else ++c.passes;
+  if (sc_allreduce(c.comm, dsend.p, drecv.p, 16, SC_INT32, SC_PREMUL_SUM, 1.0, SC_ALGO_FLAT, c.stream) != SC_ERR_UNSUPPORTED)
+    c.fail("PREMUL_SUM on int32 should return SC_ERR_UNSUPPORTED");
+  else ++c.passes;
+
+  // Barriers back to back.
+  for (int i = 0; i < 200; ++i) SC(sc_barrier(c.comm, c.stream));
+  SC(sc_stream_synchronize(c.stream));
+  if (sc_comm_check(c.comm) != SC_OK) c.fail("200 barriers: %s", sc_last_error());
+  else ++c.passes;
+
+  // 1000 back-to-back mixed-size allreduces (fp32 SUM of small integers: exact), one sync.
+  {
+    const int NOPS = 1000;
+    uint64_t s = c.seed ^ 0xABCDEFull;  // same sequence on every rank
+    std::vector<size_t> cnt(NOPS), soff(NOPS), roff(NOPS);
+    std::vector<int> alg(NOPS);
+    const size_t pool = 4u << 20;  // send pool elements
+    size_t rtot = 0;
+    for (int i = 0; i < NOPS; ++i) {
+      const int kind = (int)(splitmix(s) % 4);
+      cnt[i] = kind == 0 ? 1 + splitmix(s) % 64 : kind == 1 ? 1 + splitmix(s) % 4096 : kind == 2 ? 1 + splitmix(s) % 100000 : 1 + splitmix(s) % 1500000;
+      soff[i] = splitmix(s) % (pool - cnt[i]);
+      roff[i] = rtot;
+      rtot += cnt[i] + (splitmix(s) % 5);
+      alg[i] = (int)(splitmix(s) % 3);  // auto, flat, tree
+    }
+    std::vector<std::vector<float>> pin(n, std::vector<float>(pool));
+    for (int q = 0; q < n; ++q) {
+      uint64_t t = c.seed * 31 + (uint64_t)q;
+      for (size_t k = 0; k < pool; ++k) pin[q][k] = (float)((int)(splitmix(t) % 201) - 100);
+    }
+    DevBuf ps, pr;
+    ps.ensure(pool * 4);
+    pr.ensure(rtot * 4);
+    SC(sc_memcpy_htod(ps.p, pin[r].data(), pool * 4, nullptr));
+    SC(sc_memset(pr.p, 0xFF, rtot * 4, nullptr));
+    SC(sc_device_synchronize());
+    const double t1 = now_s();
+    for (int i = 0; i < NOPS; ++i)
+      SC(sc_allreduce(c.comm, (float*)ps.p + soff[i], (float*)pr.p + roff[i], cnt[i], SC_FLOAT32, SC_SUM, 1.0, alg[i], c.stream));
+    SC(sc_stream_synchronize(c.stream));
+    const double t2 = now_s();
+    if (sc_comm_check(c.comm) != SC_OK) die("mixed allreduces: %s", sc_last_error());
+    std::vector<float> res(rtot);
+    SC(sc_memcpy_dtoh(res.data(), pr.p, rtot * 4, nullptr));
+    size_t bad = 0, total = 0;
+    for (int i = 0; i < NOPS; ++i) {
+      for (size_t k = 0; k < cnt[i]; ++k) {
+        float e = 0;
+        for (int q = 0; q < n; ++q) e += pin[q][soff[i] + k];
+        if (res[roff[i] + k] != e) {
+          if (bad < 4) printf("[%s r%d] mixed op %d (%zu elems, algo %s) element %zu: %g expected %g\n", c.mode, r, i, cnt[i],
+                              ALGO_NAME[alg[i]], k, res[roff[i] + k], e);
+          ++bad;
+        }
+      }
+      total += cnt[i];
+    }
+    if (bad) c.fail("1000 mixed allreduces: %zu of %zu elements wrong", bad, total);
+    else {
+      ++c.passes;
+      c.log("1000 back-to-back mixed allreduces OK (%zu elements, %.1f ms)", total, (t2 - t1) * 1e3);
+    }
+  }
+
+  // Bit-identical allreduce outputs on every rank.
+  {
+    const size_t nh = c.hashes.size();
+    std::vector<uint64_t> all(nh * n);
+    c.ex.allgather(c.hashes.data(), nh * 8, all.data());
+    size_t diff = 0;
+    for (size_t k = 0; k < nh; ++k)
+      for (int q = 0; q < n; ++q)
+        if (all[(size_t)q * nh + k] != c.hashes[k]) {
+          if (diff < 4) c.fail("rank %d output differs from rank %d: %s", q, r, c.case_names[k].c_str());
+          ++diff;
+        }
+    if (!diff) {
+      ++c.passes;
+      c.log("allreduce outputs bit-identical on all %d ranks (%zu cases)", n, nh);
+    }
+  }
+}
+
+// Timeout and abort: kernels must return with an error instead of hanging.
+static void run_fault_tests(Ctx& c) {
+  const size_t blen = sc_comm_export_size();
+  for (int variant = 0; variant < 2; ++variant) {
+    sc_comm_t t = nullptr;
+    SC(sc_comm_create(c.rank, c.n, c.device, 1 << 20, variant == 0 ? 1.5 : 60.0, &t));
+    std::vector<unsigned char> mine(blen), all(blen * c.n);
+    SC(sc_comm_export(t, mine.data(), blen));
+    c.ex.allgather(mine.data(), blen, all.data());
+    SC(sc_comm_connect(t, all.data(), blen));
+    c.ex.barrier();
+    if (c.rank == 0) {
+      const double t0 = now_s();
+      SC(sc_barrier(t, c.stream));  // rank 1 never joins
+      if (variant == 1) {
+        usleep(300000);
+        SC(sc_comm_abort(t));
+      }
+      SC(sc_stream_synchronize(c.stream));
+      const double dt = now_s() - t0;
+      int rc = sc_comm_check(t);
+      const int want = variant == 0 ? SC_ERR_TIMEOUT : SC_ERR_ABORTED;
+      if (rc != want) c.fail("%s test: sc_comm_check returned %s", variant ? "abort" : "timeout", sc_status_name(rc));
+      else {
+        ++c.passes;
+        c.log("%s test OK after %.2f s: %s", variant ? "abort" : "timeout", dt, sc_last_error());
+      }
+    }
+    c.ex.barrier();
+    if (c.rank != 0) SC(sc_comm_abort(t));
+    sc_comm_destroy(t);
+    c.ex.barrier();
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// benchmark
+// ------------------------------------------------------------------------------------------
+struct BenchRow {
+  size_t bytes;
+  int dt;
+  double ll_us, flat_us, tree_us, auto_us, nccl_us;
+};
+
+static bool diag = false;
+static double comm_timeout = 120.0;
+static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool sweep_blocks, std::vector<BenchRow>& rows) {
+  const int n = c.n;
+  DevBuf s, rb;
+  s.ensure(max_bytes);
+  rb.ensure(max_bytes);
+  {
+    std::vector<unsigned char> h(std::min(max_bytes, (size_t)64 << 20));
+    uint64_t t = c.seed + c.rank;
+    for (size_t i = 0; i < h.size(); i += 2) {
+      uint16_t v = f2bf((float)(urand(t) - 0.5));
+      memcpy(&h[i], &v, 2);
+    }
+    for (size_t off = 0; off < max_bytes; off += h.size())
+      SC(sc_memcpy_htod((char*)s.p + off, h.data(), std::min(h.size(), max_bytes - off), nullptr));
+  }
+  void *e0, *e1;
+  SC(sc_event_create(&e0));
+  SC(sc_event_create(&e1));
+  size_t d_flat, d_tree;
+  int d_blocks;
+  SC(sc_comm_get_tuning(c.comm, &d_flat, &d_tree, &d_blocks));
+  auto set_ll = [&](long long v) { SC(sc_comm_set_option(c.comm, "ll_max_bytes", v)); };
+  const long long d_ll = 64 << 10;  // library default (SC_DEFAULT_LL_MAX)
+  auto time_one = [&](size_t bytes, int dt, int algo) -> double {
+    const size_t count = bytes / DT_SIZE[dt];
+    const int warm = 10;
+    const int it = bytes >= (256u << 20) ? std::max(iters / 2, 20) : iters;
+    for (int i = 0; i < warm; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, dt, SC_SUM, 1.0, algo, c.stream));
+    SC(sc_stream_synchronize(c.stream));
+    c.ex.barrier();
+    // Line the ranks up on the device, then hold the stream while the host queues the loop.
+    SC(sc_barrier(c.comm, c.stream));
+    SC(sc_stream_delay(c.stream, 2000.0));
+    SC(sc_event_record(e0, c.stream));
+    for (int i = 0; i < it; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, dt, SC_SUM, 1.0, algo, c.stream));
+    SC(sc_event_record(e1, c.stream));
+    SC(sc_event_synchronize(e1));
+    if (sc_comm_check(c.comm) != SC_OK) die("bench: %s", sc_last_error());
+    float ms = 0;
+    SC(sc_event_elapsed_ms(e0, e1, &ms));
+    double us = ms * 1e3 / it;
+    double all[8];
+    c.ex.allgather(&us, sizeof(double), all);
+    double mx = 0;
+    for (int q = 0; q < n; ++q) mx = std::max(mx, all[q]);
+    return mx;  // slowest rank
+  };
+  // Block-count sweep (fp32): tree and barrier-flat at bandwidth sizes, LL at latency sizes.
+  if (sweep) {  // block sizes: LL at latency sizes, barrier-flat / tree at bandwidth sizes
+    set_ll(1ll << 40);
+    for (int th : {64, 128, 256, 512}) {
+      SC(sc_comm_set_option(c.comm, "ll_threads", th));
+      for (size_t bytes : {(size_t)8 << 10, (size_t)32 << 10, (size_t)64 << 10, (size_t)128 << 10}) {
+        double t = time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT);
+        if (c.rank == 0) printf("[sweep] ll   ll_threads %3d %9zu B fp32 %8.2f us\n", th, bytes, t);
+      }
+    }
+    SC(sc_comm_set_option(c.comm, "ll_threads", 512));
+    set_ll(0);
+    for (int th : {128, 256, 512}) {
+      for (int mb : {128, 256}) {
+        SC(sc_comm_set_option(c.comm, "threads", th));
+        SC(sc_comm_set_option(c.comm, "max_blocks", mb));
+        for (size_t bytes : {(size_t)256 << 10, (size_t)1 << 20, (size_t)4 << 20}) {
+          double t = time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT);
+          if (c.rank == 0) printf("[sweep] flat threads %3d blocks %3d %9zu B fp32 %8.2f us\n", th, mb, bytes, t);
+        }
+        for (size_t bytes : {(size_t)16 << 20, (size_t)64 << 20}) {
+          double t = time_one(bytes, SC_FLOAT32, SC_ALGO_TREE);
+          if (c.rank == 0) printf("[sweep] tree threads %3d blocks %3d %9zu B fp32 %8.2f us\n", th, mb, bytes, t);
+        }
+      }
+    }
+    SC(sc_comm_set_option(c.comm, "threads", 512));
+    SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
+    set_ll(d_ll);
+  }
+  if (diag) {  // the configuration that hung once in a sweep: 128-thread blocks, barrier-flat 4 MB
+    set_ll(0);
+    SC(sc_comm_set_option(c.comm, "threads", 128));
+    SC(sc_comm_set_option(c.comm, "max_blocks", 128));
+    for (int pdl : {0, 1}) {
+      SC(sc_comm_set_option(c.comm, "pdl", pdl));
+      for (size_t bytes : {(size_t)1 << 20, (size_t)4 << 20, (size_t)16 << 20}) {
+        double t = time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT);
+        if (c.rank == 0) printf("[diag] flat threads 128 blocks 128 pdl %d %9zu B fp32 %8.2f us\n", pdl, bytes, t);
+      }
+    }
+    SC(sc_comm_set_option(c.comm, "threads", 512));
+    SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
+    SC(sc_comm_set_option(c.comm, "pdl", 1));
+    set_ll(d_ll);
+  }
+  if (sweep_blocks) {
+    set_ll(0);
+    for (size_t bytes : {(size_t)1 << 20, (size_t)4 << 20, (size_t)16 << 20, (size_t)64 << 20}) {
+      if (bytes > max_bytes) continue;
+      for (int mb : {32, 64, 128, 192, 256}) {
+        SC(sc_comm_set_option(c.comm, "max_blocks", mb));
+        double tf = bytes <= ((size_t)16 << 20) ? time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT) : 0;
+        double tt = time_one(bytes, SC_FLOAT32, SC_ALGO_TREE);
+        if (c.rank == 0) printf("[sweep] fp32 %9zu B max_blocks %3d: flat %9.2f us  tree %9.2f us\n", bytes, mb, tf, tt);
+      }
+    }
+    set_ll(1ll << 40);
+    for (size_t bytes : {(size_t)8 << 10, (size_t)64 << 10, (size_t)256 << 10, (size_t)1 << 20}) {
+      for (int mb : {16, 32, 64, 128, 256}) {
+        SC(sc_comm_set_option(c.comm, "max_blocks", mb));
+        double tl = time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT);
+        if (c.rank == 0) printf("[sweep] fp32 %9zu B max_blocks %3d: ll %9.2f us\n", bytes, mb, tl);
+      }
+    }
+    SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
+    set_ll(d_ll);
+  }
+  for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
+    for (size_t bytes = 1024; bytes <= max_bytes; bytes *= 2) {
+      BenchRow row{bytes, dt, 0, 0, 0, 0, 0};
+      if (bytes <= ((size_t)4 << 20)) {
+        set_ll(1ll << 40);
+        row.ll_us = time_one(bytes, dt, SC_ALGO_FLAT);
+      }
+      set_ll(0);
+      row.flat_us = time_one(bytes, dt, SC_ALGO_FLAT);
+      set_ll(d_ll);
+      row.tree_us = time_one(bytes, dt, SC_ALGO_TREE);
+      row.auto_us = time_one(bytes, dt, SC_ALGO_AUTO);
+      row.nccl_us = c.vendor ? time_one(bytes, dt, SC_ALGO_VENDOR) : 0;
+      rows.push_back(row);
+      if (c.rank == 0) {
+        printf("[bench] %-5s %10zu B  ll %8.2f  flat %9.2f  tree %9.2f  auto %9.2f  nccl %9.2f us\n", DT_NAME[dt], bytes,
+               row.ll_us, row.flat_us, row.tree_us, row.auto_us, row.nccl_us);
+        fflush(stdout);
+      }
+    }
+  }
+  sc_event_destroy(e0);
+  sc_event_destroy(e1);
+}
+
+static std::string human(size_t b) {
+  char buf[32];
+  if (b >= (1u << 30)) snprintf(buf, sizeof(buf), "%zu GB", b >> 30);
+  else if (b >= (1u << 20)) snprintf(buf, sizeof(buf), "%zu MB", b >> 20);
+  else if (b >= 1024) snprintf(buf, sizeof(buf), "%zu KB", b >> 10);
+  else snprintf(buf, sizeof(buf), "%zu B", b);
+  return buf;
+}
+
+static void print_bench(const std::vector<BenchRow>& rows, int n, const char* md_path, const char* csv_path) {
+  std::string md;
+  char line[512];
+  md += "| size | dtype | algo | time_us | algbw_GBps | busbw_GBps | nccl_time_us | speedup | flat_ll_us | flat_us | tree_us | auto_us | auto_speedup |\n";
+  md += "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string csv = "bytes,dtype,best_algo,time_us,algbw_GBps,busbw_GBps,nccl_time_us,speedup,flat_ll_us,flat_us,tree_us,auto_us,auto_speedup\n";
+  for (const BenchRow& r : rows) {
+    double best = r.flat_us;
+    const char* an = "flat";
+    if (r.ll_us > 0 && r.ll_us < best) { best = r.ll_us; an = "flat-ll"; }
+    if (r.tree_us < best) { best = r.tree_us; an = "tree"; }
+    const double algbw = r.bytes / (best * 1e-6) / 1e9;
+    const double busbw = algbw * 2.0 * (n - 1) / n;
+    const double sp = r.nccl_us > 0 ? r.nccl_us / best : 0;
+    const double asp = r.nccl_us > 0 ? r.nccl_us / r.auto_us : 0;
+    snprintf(line, sizeof(line), "| %s | %s | %s | %.2f | %.1f | %.1f | %.2f | %.2fx | %.2f | %.2f | %.2f | %.2f | %.2fx |\n",
+             human(r.bytes).c_str(), DT_NAME[r.dt], an, best, algbw, busbw, r.nccl_us, sp,
+             r.ll_us, r.flat_us, r.tree_us, r.auto_us, asp);
+    md += line;
+    snprintf(line, sizeof(line), "%zu,%s,%s,%.3f,%.2f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", r.bytes, DT_NAME[r.dt],
+             an, best, algbw, busbw, r.nccl_us, sp, r.ll_us, r.flat_us, r.tree_us, r.auto_us, asp);
+    csv += line;
+  }
+  printf("\n%s\n", md.c_str());
+  if (md_path) {
+    FILE* f = fopen(md_path, "w");
+    if (f) {
+      fputs(md.c_str(), f);
+      fclose(f);
+    }
+  }
+  if (csv_path) {
+    FILE* f = fopen(csv_path, "w");
+    if (f) {
+      fputs(csv.c_str(), f);
+      fclose(f);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// rank driver
+// ------------------------------------------------------------------------------------------
+struct Options {
+  int nranks = 2;
+  uint64_t seed = 0;
+  bool mp = true, sp = true, bench = true, correctness = true, verbose = false, sweep = false, sweep_blocks = false;
+  size_t bench_max = (size_t)1 << 30;
+  int iters = 100;
+  const char* md = nullptr;
+  const char* csv = nullptr;
+};
+
+static int rank_main(int rank, const char* mode, const std::string& dir, const Options& o, bool do_bench) {
+  Ctx c;
+  c.rank = rank;
+  c.n = o.nranks;
+  c.mode = mode;
+  c.ex.dir = dir;
+  c.ex.rank = rank;
+  c.ex.n = o.nranks;
+  c.seed = o.seed;
+  c.verbose = o.verbose;
+  int ndev = 0;
+  SC(sc_device_count(&ndev));
+  c.device = rank % ndev;
+  SC(sc_set_device(c.device));
+  char info[512];
+  SC(sc_runtime_info(info, sizeof(info)));
+  c.log("%s; rank %d on device %d", info, rank, c.device);
+  SC(sc_stream_create(&c.stream));
+  c.vendor = sc_vendor_available() == 1;
+  if (!c.vendor) c.log("vendor library unavailable: %s", sc_last_error());
+  else {
+    int v = 0;
+    SC(sc_vendor_version(&v));
+    c.log("vendor library version %d", v);
+  }
+
+  const size_t staging = (size_t)8 << 20;  // small, so that big counts exercise chunking
+  const size_t blen = sc_comm_export_size();
+  auto make_comm = [&](size_t stg) {
+    sc_comm_t cm = nullptr;
+    SC(sc_comm_create(rank, c.n, c.device, stg, comm_timeout, &cm));
+    std::vector<unsigned char> mine(blen), all(blen * c.n);
+    SC(sc_comm_export(cm, mine.data(), blen));
+    c.ex.allgather(mine.data(), blen, all.data());
+    const double t0 = now_s();
+    SC(sc_comm_connect(cm, all.data(), blen));
+    c.log("connected (staging %zu bytes) in %.1f ms", stg, (now_s() - t0) * 1e3);
+    if (c.vendor) {
+      std::vector<unsigned char> id(sc_vendor_unique_id_size()), ids(id.size() * c.n);
+      if (rank == 0) SC(sc_vendor_unique_id(id.data(), (int)id.size()));
+      c.ex.allgather(id.data(), id.size(), ids.data());
+      SC(sc_vendor_comm_init(cm, ids.data()));
+    }
+    return cm;
+  };
+
+  if (o.correctness) {
+    c.comm = make_comm(staging);
+    run_correctness(c, staging);
+    run_fault_tests(c);
+    SC(sc_comm_destroy(c.comm));
+    c.comm = nullptr;
+    c.log("correctness: %d passed, %d failed", c.passes, c.fails);
+  }
+  if (do_bench) {
+    c.comm = make_comm(0);
+    size_t fm, tm;
+    int mb;
+    SC(sc_comm_get_tuning(c.comm, &fm, &tm, &mb));
+    c.log("bench: default tuning flat_max=%zu tree_max=%zu max_blocks=%d", fm, tm, mb);
+    std::vector<BenchRow> rows;
+    run_bench(c, o.bench_max, o.iters, o.sweep, o.sweep_blocks, rows);
+    if (rank == 0) print_bench(rows, c.n, o.md, o.csv);
+    SC(sc_comm_destroy(c.comm));
+  }
+  SC(sc_stream_destroy(c.stream));
+  return c.fails ? 1 : 0;
+}
+
+static std::string make_dir() {
+  char tmpl[] = "/tmp/sc_gpu_test_XXXXXX";
+  if (!mkdtemp(tmpl)) die("mkdtemp: %s", strerror(errno));
+  chmod(tmpl, 0700);
+  return tmpl;
+}
+static void rm_dir(const std::string& d) {
+  std::string cmd = "rm -rf '" + d + "'";
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "warning: could not remove %s\n", d.c_str());
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  Options o;
+  o.seed = (uint64_t)time(nullptr) ^ ((uint64_t)getpid() << 20);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) die("%s needs a value", a.c_str());
+      return argv[++i];
+    };
+    if (a == "--ranks") o.nranks = atoi(next());
+    else if (a == "--seed") o.seed = strtoull(next(), nullptr, 0);
+    else if (a == "--no-mp") o.mp = false;
+    else if (a == "--no-sp") o.sp = false;
+    else if (a == "--no-bench") o.bench = false;
+    else if (a == "--bench-only") { o.correctness = false; o.sp = false; }
+    else if (a == "--bench-max") o.bench_max = strtoull(next(), nullptr, 0);
+    else if (a == "--iters") o.iters = atoi(next());
+    else if (a == "--md") o.md = next();
+    else if (a == "--csv") o.csv = next();
+    else if (a == "-v") o.verbose = true;
+    else if (a == "--sweep") o.sweep = true;
+    else if (a == "--sweep-blocks") o.sweep_blocks = true;
+    else if (a == "--diag") diag = true;
+    else if (a == "--timeout") comm_timeout = atof(next());
+    else die("unknown argument %s", a.c_str());
+  }
+  if (o.nranks < 2 || o.nranks > 8) die("--ranks must be 2..8");
+  if (o.iters < 1) o.iters = 1;
+  printf("sc_gpu_test: ranks=%d seed=0x%llx mp=%d sp=%d bench=%d correctness=%d\n", o.nranks,
+         (unsigned long long)o.seed, o.mp, o.sp, o.bench, o.correctness);
+  int failures = 0;
+  // Multi-process first: the parent must not initialise the GPU runtime before fork().
+  if (o.mp && (o.correctness || o.bench)) {
+    std::string dir = make_dir();
+    std::vector<pid_t> kids;
+    for (int r = 0; r < o.nranks; ++r) {
+      pid_t p = fork();
+      if (p < 0) die("fork: %s", strerror(errno));
+      if (p == 0) {
+        int rc = rank_main(r, "mp", dir, o, o.bench);
+        fflush(stdout);
+        _exit(rc);
+      }
+      kids.push_back(p);
+    }
+    for (size_t k = 0; k < kids.size(); ++k) {
+      int st = 0;
+      pid_t p = waitpid(-1, &st, 0);
+      if (p < 0) die("waitpid: %s", strerror(errno));
+      int rk = (int)(std::find(kids.begin(), kids.end(), p) - kids.begin());
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        printf("[mp] rank %d exited with %s %d\n", rk, WIFEXITED(st) ? "status" : "signal",
+               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        ++failures;
+        for (pid_t other : kids)
+          if (other != p) kill(other, SIGTERM);
+      }
+    }
+    rm_dir(dir);
+    printf("[mp] %s\n", failures ? "FAILED" : "all ranks passed");
+  }
+  if (o.sp && o.correctness) {
+    std::string dir = make_dir();
+    std::vector<std::thread> th;
+    std::vector<int> rcs(o.nranks, 0);
+    Options so = o;
+    for (int r = 0; r < o.nranks; ++r) th.emplace_back([&, r] { rcs[r] = rank_main(r, "sp", dir, so, false); });
+    for (auto& t : th) t.join();
+    int f = 0;
+    for (int r = 0; r < o.nranks; ++r) f += rcs[r] != 0;
+    failures += f;
+    rm_dir(dir);
+    printf("[sp] %s\n", f ? "FAILED" : "all ranks passed");
+  }
+  printf("sc_gpu_test: %s\n", failures ? "FAILED" : "PASSED");
+  return failures ? 1 : 0;
+}
