@@ -7,6 +7,7 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommAbortedException;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.Work;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
@@ -25,6 +26,10 @@ import org.bytedeco.javacpp.Pointer;
  * on a device event. Device-side waits time out (the kernel reports it; {@code sc_comm_check}
  * raises it here), so no call hangs.
  *
+ * <p>Host tensors work too: they are staged through device scratch buffers owned by the communicator
+ * (copy in, collective, copy out), so code written for {@code HostTensor}s (the Spark Dataset
+ * helpers) runs unchanged on GPU executors; device tensors avoid the copies.
+ *
  * <p>Unlike the host backend, ranks do not exchange call descriptors (that would cost a host
  * round-trip per call): a rank with invalid arguments raises locally and its peers' kernels time out.
  */
@@ -38,6 +43,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Async calls whose event has not been seen complete yet; bounded, drained by synchronize(). */
   private final java.util.ArrayDeque<EventWork> pending = new java.util.ArrayDeque<>();
   private static final int MAX_PENDING = 256;
+  /** Device scratch for host-tensor calls, grown on demand, freed at close. */
+  private DeviceTensor scratchIn, scratchOut;
 
   private GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor) {
     super(rank, size, o);
@@ -122,8 +129,9 @@ public final class GpuCommunicator extends AbstractCommunicator {
   @Override protected boolean enqueues() { return true; }
 
   @Override protected String checkTensors(Collective kind, Tensor in, Tensor out) {
+    if (in instanceof HostTensor && out instanceof HostTensor) return null; // staged through the device
     if (!(in instanceof DeviceTensor) || !(out instanceof DeviceTensor)) {
-      return kind.apiName() + ": the GPU backend needs DeviceTensor inputs and outputs, got "
+      return kind.apiName() + ": inputs and outputs must be both DeviceTensors or both HostTensors, got "
           + in.getClass().getSimpleName() + " and " + out.getClass().getSimpleName();
     }
     if (((DeviceTensor) in).device() != device || ((DeviceTensor) out).device() != device) {
@@ -133,12 +141,20 @@ public final class GpuCommunicator extends AbstractCommunicator {
   }
 
   @Override protected void execute(CollectiveCall c, String problem) {
+    if (c.in() instanceof HostTensor) {
+      executeStaged(c, problem);
+      return;
+    }
     launch(c, problem);
     Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
   }
 
   @Override protected Work enqueue(CollectiveCall c, String problem) {
+    if (c.in() instanceof HostTensor) {
+      executeStaged(c, problem); // host memory: the copies make it synchronous
+      return COMPLETED;
+    }
     launch(c, problem);
     Pointer ev = new Pointer((Pointer) null);
     Native.check(SparkCommsNative.sc_event_create(ev), "sc_event_create");
@@ -181,6 +197,39 @@ public final class GpuCommunicator extends AbstractCommunicator {
       aborted = true;
       throw e;
     }
+  }
+
+  private static final Work COMPLETED = new Work() {
+    @Override public boolean isCompleted() { return true; }
+    @Override public void waitFor() {}
+    @Override public boolean waitFor(Duration timeout) { return true; }
+  };
+
+  /** Runs a host-tensor call on the device: copy in, collective, copy out (in place stays in place). */
+  private void executeStaged(CollectiveCall c, String problem) {
+    if (problem != null) throw new IllegalArgumentException(problem);
+    HostTensor hin = (HostTensor) c.in(), hout = (HostTensor) c.out();
+    scratchIn = grow(scratchIn, hin.bytes());
+    DeviceTensor din = DeviceTensor.wrap(scratchIn.address(), hin.dtype(), hin.count(), device);
+    din.copyFrom(hin);
+    DeviceTensor dout = din;
+    if (hout != hin) {
+      scratchOut = grow(scratchOut, hout.bytes());
+      dout = DeviceTensor.wrap(scratchOut.address(), hout.dtype(), hout.count(), device);
+    }
+    CollectiveCall dc = new CollectiveCall(c.kind(), din, dout, c.op(), c.root(), c.dtype(), c.count(), c.algorithm(), c.messageBytes());
+    launch(dc, null);
+    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    dout.copyTo(hout);
+  }
+
+  /** A scratch buffer of at least {@code bytes} (8-byte words), reusing {@code t} when big enough. */
+  private DeviceTensor grow(DeviceTensor t, long bytes) {
+    long words = Math.max(1, (bytes + 7) / 8);
+    if (t != null && t.count() >= words) return t;
+    if (t != null) t.close();
+    return DeviceTensor.allocate(io.sparkcomms.collectives.DataType.INT64, words, device);
   }
 
   /**
@@ -250,6 +299,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
     }
     SparkCommsNative.sc_comm_destroy(comm);
     SparkCommsNative.sc_stream_destroy(ownStream);
+    if (scratchIn != null) scratchIn.close();
+    if (scratchOut != null) scratchOut.close();
   }
 
   /** Work on a device event: completion is the event's; waiting polls it within the timeout. */
