@@ -7,6 +7,7 @@
 #include "gpu/dda_types.cuh"
 #include "gpu/dda_allreduce.cuh"
 #include "gpu/dda_collectives.cuh"
+#include "gpu/lp_collectives.cuh"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <mutex>
 #include <random>
@@ -477,6 +479,11 @@ struct sc_comm {
   vComm vcomm = nullptr;
   bool ipc_ok = false;
   gpuIpcMemHandle_t h_staging{}, h_signal{};
+  // low precision (FP8 on the wire)
+  int lp_bs = 128;           // elements per scale block
+  int lp_fmt = SC_FP8_E4M3FN;
+  size_t lp_min = 16u << 20; // AUTO threshold
+  int lp_auto = 0;           // mask: 1 allreduce, 2 allgather, 4 reducescatter, 8 alltoall
 };
 
 static size_t sc_env_size(const char* name, size_t dflt) {
@@ -515,6 +522,48 @@ static void sc_free_comm_memory(sc_comm* c) {
   (void)gpuGetLastError();
 }
 
+// ---- low-precision defaults: arch-chosen format, RCCLX-style environment switches ----
+static bool sc_lp_block_ok(long long bs) { return bs >= 4 && bs <= 65536 && bs % 4 == 0; }
+
+static int sc_env_flag(const char* name, int dflt) {
+  const char* v = getenv(name);
+  if (!v || !*v) return dflt;
+  return (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcasecmp(v, "no")) ? 0 : 1;
+}
+
+// E4M3FNUZ on gfx940/941/942 (MI300), E4M3FN elsewhere (NVIDIA, gfx950).
+static int sc_arch_fp8_format(int device) {
+#if SC_HIP
+  hipDeviceProp_t p;
+  if (hipGetDeviceProperties(&p, device) != hipSuccess) {
+    (void)hipGetLastError();
+    return SC_FP8_E4M3FN;
+  }
+  if (!strncmp(p.gcnArchName, "gfx940", 6) || !strncmp(p.gcnArchName, "gfx941", 6) || !strncmp(p.gcnArchName, "gfx942", 6))
+    return SC_FP8_E4M3FNUZ;
+  return SC_FP8_E4M3FN;
+#else
+  (void)device;
+  return SC_FP8_E4M3FN;
+#endif
+}
+
+static void sc_lp_defaults(sc_comm* c) {
+  c->lp_fmt = sc_arch_fp8_format(c->device);
+  const char* f = getenv("SPARKCOMMS_FP8_FORMAT");
+  if (f && (!strcasecmp(f, "e4m3fnuz") || !strcasecmp(f, "fnuz"))) c->lp_fmt = SC_FP8_E4M3FNUZ;
+  else if (f && (!strcasecmp(f, "e4m3fn") || !strcasecmp(f, "fn"))) c->lp_fmt = SC_FP8_E4M3FN;
+  const long long bs = (long long)sc_env_size("SPARKCOMMS_LP_BLOCK_SIZE", 128);
+  c->lp_bs = sc_lp_block_ok(bs) ? (int)bs : 128;
+  c->lp_min = sc_env_size("SPARKCOMMS_LP_MIN_BYTES", (size_t)16 << 20);
+  const int all = sc_env_flag("RCCL_LOW_PRECISION_ENABLE", 0);
+  static const char* per[4] = {"RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
+                               "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
+  c->lp_auto = 0;
+  for (int i = 0; i < 4; ++i)
+    if (sc_env_flag(per[i], all)) c->lp_auto |= 1 << i;
+}
+
 extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_bytes,
                               double timeout_seconds, sc_comm_t* out) {
   if (!out) return sc_fail(SC_ERR_INVALID_ARG, "out is null");
@@ -548,6 +597,7 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
   c->max_blocks = (int)sc_env_size("RCCL_DDA_MAX_BLOCKS", SC_DEFAULT_MAX_BLOCKS);
   if (c->max_blocks < 1) c->max_blocks = 1;
   if (c->max_blocks > SC_MAX_BLOCKS) c->max_blocks = SC_MAX_BLOCKS;
+  sc_lp_defaults(c);
 
   auto bail = [&](int rc) {
     sc_free_comm_memory(c);
@@ -823,7 +873,19 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "max_blocks")) {
     if (value < 1 || value > SC_MAX_BLOCKS) return sc_fail(SC_ERR_INVALID_ARG, "max_blocks %lld outside 1..%d", value, SC_MAX_BLOCKS);
     c->max_blocks = (int)value;
-  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl)", key);
+  } else if (!strcmp(key, "lp_block_size")) {
+    if (!sc_lp_block_ok(value))
+      return sc_fail(SC_ERR_UNSUPPORTED, "lp_block_size %lld: the GPU kernels take a multiple of 4 in 4..65536", value);
+    c->lp_bs = (int)value;
+  } else if (!strcmp(key, "fp8_format")) {
+    if (value != SC_FP8_E4M3FN && value != SC_FP8_E4M3FNUZ)
+      return sc_fail(SC_ERR_INVALID_ARG, "fp8_format %lld: SC_FP8_E4M3FN (0) or SC_FP8_E4M3FNUZ (1)", value);
+    c->lp_fmt = (int)value;
+  } else if (!strcmp(key, "lp_min_bytes")) c->lp_min = (size_t)value;
+  else if (!strcmp(key, "lp_auto")) {
+    if (value > 15) return sc_fail(SC_ERR_INVALID_ARG, "lp_auto %lld: a mask of 1|2|4|8", value);
+    c->lp_auto = (int)value;
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto)", key);
   return SC_OK;
 }
 
@@ -1145,14 +1207,20 @@ extern "C" int sc_allreduce_choose(sc_comm_t c, size_t bytes, int* algo) {
   return SC_OK;
 }
 
+static bool sc_lp_eligible(int dtype, int op) {
+  return (dtype == SC_FLOAT32 || dtype == SC_BFLOAT16) && (op == SC_SUM || op == SC_AVG);
+}
+static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int op, void* stream);
+
 extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int op,
                             double factor, int algo, void* stream) {
   SC_TRY(sc_check_reduce_args(c, send, recv, dtype, op, "sc_allreduce"));
   if (algo < SC_ALGO_AUTO || algo > SC_ALGO_VENDOR) return sc_fail(SC_ERR_INVALID_ARG, "unknown algo %d", algo);
-  if (algo == SC_ALGO_LP)
-    return sc_fail(SC_ERR_UNSUPPORTED, "algo LP (FP8 on the wire) is reserved and not implemented yet");
+  if (algo == SC_ALGO_LP) return sc_lp_allreduce(c, send, recv, count, dtype, op, stream);
   if (count == 0) return SC_OK;
   const size_t es = sc_dtype_size(dtype);
+  if (algo == SC_ALGO_AUTO && c && (c->lp_auto & 1) && sc_lp_eligible(dtype, op) && count * es >= c->lp_min && c->nranks > 1)
+    return sc_lp_allreduce(c, send, recv, count, dtype, op, stream);
   if (algo == SC_ALGO_AUTO) algo = sc_choose(c, count * es);
   if (algo == SC_ALGO_VENDOR) return sc_vendor_allreduce(c, send, recv, count, dtype, op, factor, (gpuStream_t)stream);
   SC_TRY(sc_ready(c));
@@ -1186,6 +1254,8 @@ extern "C" int sc_reducescatter(sc_comm_t c, const void* send, void* recv, size_
                                 double factor, void* stream) {
   SC_TRY(sc_check_reduce_args(c, send, recv, dtype, op, "sc_reducescatter"));
   if (recv_count == 0) return SC_OK;
+  if (c && (c->lp_auto & 4) && sc_lp_eligible(dtype, op) && recv_count * sc_dtype_size(dtype) * c->nranks >= c->lp_min && c->nranks > 1)
+    return sc_reducescatter_lp(c, send, recv, recv_count, dtype, op, stream);
   SC_TRY(sc_ready(c));
   SC_TRY(sc_no_capture(c, stream));
   ScDeviceGuard g(c->device);
@@ -1241,11 +1311,202 @@ static int sc_exchange(sc_comm* c, const void* send, void* recv, size_t count, i
 }
 
 extern "C" int sc_allgather(sc_comm_t c, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) {
+  if (c && (c->lp_auto & 2) && sc_lp_eligible(dtype, SC_SUM) && count_per_rank * sc_dtype_size(dtype) * c->nranks >= c->lp_min && c->nranks > 1)
+    return sc_allgather_lp(c, send, recv, count_per_rank, dtype, stream);
   return sc_exchange<SC_X_ALLGATHER>(c, send, recv, count_per_rank, dtype, 0, stream, "sc_allgather");
 }
 extern "C" int sc_alltoall(sc_comm_t c, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) {
+  if (c && (c->lp_auto & 8) && sc_lp_eligible(dtype, SC_SUM) && count_per_peer * sc_dtype_size(dtype) * c->nranks >= c->lp_min && c->nranks > 1)
+    return sc_alltoall_lp(c, send, recv, count_per_peer, dtype, stream);
   return sc_exchange<SC_X_ALLTOALL>(c, send, recv, count_per_peer, dtype, 0, stream, "sc_alltoall");
 }
 extern "C" int sc_broadcast(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int root, void* stream) {
   return sc_exchange<SC_X_BROADCAST>(c, send, recv, count, dtype, root, stream, "sc_broadcast");
+}
+
+// ============================================================================================
+// low precision (FP8 on the wire)
+// ============================================================================================
+static inline size_t sc_round16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+static int sc_lp_check(sc_comm* c, const void* send, void* recv, int dtype, int op, const char* what) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "%s: communicator is null", what);
+  if (dtype != SC_FLOAT32 && dtype != SC_BFLOAT16)
+    return sc_fail(SC_ERR_UNSUPPORTED, "%s: low precision takes fp32 or bf16 data, got dtype %d", what, dtype);
+  if (op != SC_SUM && op != SC_AVG)
+    return sc_fail(SC_ERR_UNSUPPORTED, "%s: low precision supports SUM and AVG only, got op %d", what, op);
+  if (!send || !recv) return sc_fail(SC_ERR_INVALID_ARG, "%s: null buffer", what);
+  const size_t es = sc_dtype_size(dtype);
+  if (((uintptr_t)send % es) || ((uintptr_t)recv % es))
+    return sc_fail(SC_ERR_INVALID_ARG, "%s: buffers must be aligned to the element size (%zu)", what, es);
+  return SC_OK;
+}
+
+// Blocks per slot that fit `nslots` slots of a staging half (0: not even one block).
+static size_t sc_lp_blocks_fit(sc_comm* c, size_t nslots) {
+  const size_t bs = (size_t)c->lp_bs;
+  size_t m = c->half / nslots / (bs + 4);
+  while (m > 0 && nslots * sc_round16(sc_lp_run_bytes(m * bs, bs)) > c->half) --m;
+  return m;
+}
+
+static int sc_lp_grid(sc_comm* c, size_t blocks) { return sc_blocks_for(c, blocks * 32); }
+
+static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int op, void* stream) {
+  SC_TRY(sc_lp_check(c, send, recv, dtype, op, "sc_allreduce(LP)"));
+  if (count == 0) return SC_OK;
+  SC_TRY(sc_ready(c));
+  SC_TRY(sc_no_capture(c, stream));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const int n = c->nranks;
+  const size_t es = sc_dtype_size(dtype), bs = (size_t)c->lp_bs;
+  gpuStream_t st = (gpuStream_t)stream;
+  if (n == 1) {  // quantize + dequantize locally, same numerics as the n-rank path's own slice
+    return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): needs 2..8 ranks");
+  }
+  const size_t m = sc_lp_blocks_fit(c, 2 * (size_t)n);  // blocks per slice per chunk
+  if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
+  const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs));
+  const size_t cap = m * bs * (size_t)n;
+  const ScFp8 f = sc_fp8_format(c->lp_fmt);
+  for (size_t off = 0; off < count; off += cap) {
+    const size_t k = count - off < cap ? count - off : cap;
+    const size_t nb = (k + bs - 1) / bs;
+    const int blocks = sc_lp_grid(c, (nb + n - 1) / n);
+    const char* s = (const char*)send + off * es;
+    char* r = (char*)recv + off * es;
+#define SC_LP_AR(DT, OP) sc_launch(c, sc_k_lp_allreduce<DT, OP>, blocks, c->threads, st, c->dev, c->seq, \
+                                   (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f)
+    if (dtype == SC_FLOAT32) { if (op == SC_SUM) SC_LP_AR(SC_DT_F32, SC_OP_SUM); else SC_LP_AR(SC_DT_F32, SC_OP_AVG); }
+    else { if (op == SC_SUM) SC_LP_AR(SC_DT_BF16, SC_OP_SUM); else SC_LP_AR(SC_DT_BF16, SC_OP_AVG); }
+#undef SC_LP_AR
+    SC_TRY(sc_launch_check(c, "allreduce_lp"));
+  }
+  return SC_OK;
+}
+
+template <int KIND>
+static int sc_lp_exchange(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int op, void* stream,
+                          const char* what) {
+  SC_TRY(sc_lp_check(c, send, recv, dtype, op, what));
+  if (count == 0) return SC_OK;
+  SC_TRY(sc_ready(c));
+  SC_TRY(sc_no_capture(c, stream));
+  if (c->nranks < 2) return sc_fail(SC_ERR_UNSUPPORTED, "%s: needs 2..8 ranks", what);
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const int n = c->nranks;
+  const size_t es = sc_dtype_size(dtype), bs = (size_t)c->lp_bs;
+  const size_t m = sc_lp_blocks_fit(c, (size_t)n);
+  if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "%s: staging half of %zu bytes cannot hold one block of %zu", what, c->half, bs);
+  const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs));
+  const size_t cap = m * bs;
+  const ScFp8 f = sc_fp8_format(c->lp_fmt);
+  gpuStream_t st = (gpuStream_t)stream;
+  // Strides (elements) between rank slices: in send for reducescatter / alltoall, in recv for
+  // allgather / alltoall.
+  const size_t sstride = KIND == SC_LPX_ALLGATHER ? 0 : count;
+  const size_t rstride = KIND == SC_LPX_REDUCESCATTER ? 0 : count;
+  for (size_t off = 0; off < count; off += cap) {
+    const size_t k = count - off < cap ? count - off : cap;
+    const int blocks = sc_lp_grid(c, (k + bs - 1) / bs);
+    const char* s = (const char*)send + off * es;
+    char* r = (char*)recv + off * es;
+#define SC_LP_X(DT, OP) sc_launch(c, sc_k_lp_exchange<DT, OP, KIND>, blocks, c->threads, st, c->dev, c->seq, \
+                                  (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, sstride, rstride, bs, slot, f)
+    if (dtype == SC_FLOAT32) { if (op == SC_AVG) SC_LP_X(SC_DT_F32, SC_OP_AVG); else SC_LP_X(SC_DT_F32, SC_OP_SUM); }
+    else { if (op == SC_AVG) SC_LP_X(SC_DT_BF16, SC_OP_AVG); else SC_LP_X(SC_DT_BF16, SC_OP_SUM); }
+#undef SC_LP_X
+    SC_TRY(sc_launch_check(c, what));
+  }
+  return SC_OK;
+}
+
+extern "C" int sc_allgather_lp(sc_comm_t c, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) {
+  return sc_lp_exchange<SC_LPX_ALLGATHER>(c, send, recv, count_per_rank, dtype, SC_SUM, stream, "sc_allgather_lp");
+}
+extern "C" int sc_reducescatter_lp(sc_comm_t c, const void* send, void* recv, size_t recv_count, int dtype, int op,
+                                   void* stream) {
+  return sc_lp_exchange<SC_LPX_REDUCESCATTER>(c, send, recv, recv_count, dtype, op, stream, "sc_reducescatter_lp");
+}
+extern "C" int sc_alltoall_lp(sc_comm_t c, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) {
+  return sc_lp_exchange<SC_LPX_ALLTOALL>(c, send, recv, count_per_peer, dtype, SC_SUM, stream, "sc_alltoall_lp");
+}
+
+extern "C" int sc_comm_lp_config(sc_comm_t c, int* block_size, int* fp8_format) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (block_size) *block_size = c->lp_bs;
+  if (fp8_format) *fp8_format = c->lp_fmt;
+  return SC_OK;
+}
+
+// ---- codec entry points ----
+extern "C" size_t sc_lp_encoded_bytes(size_t count, int block_size) {
+  if (block_size < 1) return 0;
+  return sc_lp_run_bytes(count, (size_t)block_size);
+}
+
+static int sc_codec_check(int fmt, int bs, int dtype, const char* what) {
+  if (fmt != SC_FP8_E4M3FN && fmt != SC_FP8_E4M3FNUZ) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown fp8 format %d", what, fmt);
+  if (bs >= 0 && !sc_lp_block_ok(bs))
+    return sc_fail(SC_ERR_UNSUPPORTED, "%s: block size %d: the GPU kernels take a multiple of 4 in 4..65536", what, bs);
+  if (dtype != SC_FLOAT32 && dtype != SC_BFLOAT16)
+    return sc_fail(SC_ERR_UNSUPPORTED, "%s: dtype %d (fp32 or bf16 only)", what, dtype);
+  return SC_OK;
+}
+
+static int sc_codec_grid(size_t work, int threads) {
+  size_t b = (work + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 4096) b = 4096;
+  return (int)b;
+}
+
+extern "C" int sc_quantize(const void* src, size_t count, int dtype, int fmt, int bs, void* dst, void* stream) {
+  SC_TRY(sc_codec_check(fmt, bs, dtype, "sc_quantize"));
+  if (count == 0) return SC_OK;
+  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_quantize: null buffer");
+  if ((uintptr_t)dst % 4) return sc_fail(SC_ERR_INVALID_ARG, "sc_quantize: dst must be 4-byte aligned");
+  const ScFp8 f = sc_fp8_format(fmt);
+  const int grid = sc_codec_grid(((count + bs - 1) / bs) * 32, SC_THREADS);
+  if (dtype == SC_FLOAT32)
+    sc_k_lp_quantize<SC_DT_F32><<<grid, SC_THREADS, 0, (gpuStream_t)stream>>>((const float*)src, count, (size_t)bs, (char*)dst, f);
+  else
+    sc_k_lp_quantize<SC_DT_BF16><<<grid, SC_THREADS, 0, (gpuStream_t)stream>>>((const uint16_t*)src, count, (size_t)bs, (char*)dst, f);
+  GPU_TRY(gpuGetLastError());
+  return SC_OK;
+}
+
+extern "C" int sc_dequantize(const void* src, size_t count, int fmt, int bs, void* dst, int dtype, void* stream) {
+  SC_TRY(sc_codec_check(fmt, bs, dtype, "sc_dequantize"));
+  if (count == 0) return SC_OK;
+  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_dequantize: null buffer");
+  if ((uintptr_t)src % 4) return sc_fail(SC_ERR_INVALID_ARG, "sc_dequantize: src must be 4-byte aligned");
+  const ScFp8 f = sc_fp8_format(fmt);
+  const int grid = sc_codec_grid(((count + bs - 1) / bs) * 32, SC_THREADS);
+  if (dtype == SC_FLOAT32)
+    sc_k_lp_dequantize<SC_DT_F32><<<grid, SC_THREADS, 0, (gpuStream_t)stream>>>((const char*)src, count, (size_t)bs, (float*)dst, f);
+  else
+    sc_k_lp_dequantize<SC_DT_BF16><<<grid, SC_THREADS, 0, (gpuStream_t)stream>>>((const char*)src, count, (size_t)bs, (uint16_t*)dst, f);
+  GPU_TRY(gpuGetLastError());
+  return SC_OK;
+}
+
+extern "C" int sc_fp8_encode(const void* src, size_t count, int fmt, void* dst, void* stream) {
+  SC_TRY(sc_codec_check(fmt, -1, SC_FLOAT32, "sc_fp8_encode"));
+  if (count == 0) return SC_OK;
+  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_fp8_encode: null buffer");
+  sc_k_fp8_encode<<<sc_codec_grid(count, 256), 256, 0, (gpuStream_t)stream>>>((const float*)src, count, (uint8_t*)dst, sc_fp8_format(fmt));
+  GPU_TRY(gpuGetLastError());
+  return SC_OK;
+}
+
+extern "C" int sc_fp8_decode(const void* src, size_t count, int fmt, void* dst, void* stream) {
+  SC_TRY(sc_codec_check(fmt, -1, SC_FLOAT32, "sc_fp8_decode"));
+  if (count == 0) return SC_OK;
+  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_fp8_decode: null buffer");
+  sc_k_fp8_decode<<<sc_codec_grid(count, 256), 256, 0, (gpuStream_t)stream>>>((const uint8_t*)src, count, (float*)dst, sc_fp8_format(fmt));
+  GPU_TRY(gpuGetLastError());
+  return SC_OK;
 }

@@ -2,6 +2,7 @@
 //
 //   sc_gpu_test [--ranks N] [--seed S] [--no-mp] [--no-sp] [--no-bench] [--bench-only]
 //               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
+//               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
 //
 // Modes (all by default):
 //   mp    one process per GPU (fork), blobs exchanged through files in a private temp dir
@@ -24,6 +25,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -352,6 +355,8 @@ static bool guard_ok(const unsigned char* p, size_t n) {
     if (p[i] != 0xFF) return false;
   return true;
 }
+
+#include "sc_lp_test.inc"
 
 // ------------------------------------------------------------------------------------------
 // correctness suite
@@ -742,6 +747,59 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
   sc_event_destroy(e1);
 }
 
+// LP allreduce vs NCCL (and DDA tree) with the error of each LP size on N(0,1) data.
+static void run_lp_bench(Ctx& c, size_t max_bytes, int iters) {
+  DevBuf s, rb;
+  s.ensure(max_bytes);
+  rb.ensure(max_bytes);
+  void *e0, *e1;
+  SC(sc_event_create(&e0));
+  SC(sc_event_create(&e1));
+  auto time_one = [&](size_t bytes, int dt, int algo) -> double {
+    const size_t count = bytes / DT_SIZE[dt];
+    const int it = bytes >= (256u << 20) ? std::max(iters / 4, 10) : iters;
+    for (int i = 0; i < 5; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, dt, SC_SUM, 1.0, algo, c.stream));
+    SC(sc_stream_synchronize(c.stream));
+    c.ex.barrier();
+    SC(sc_barrier(c.comm, c.stream));
+    SC(sc_stream_delay(c.stream, 2000.0));
+    SC(sc_event_record(e0, c.stream));
+    for (int i = 0; i < it; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, dt, SC_SUM, 1.0, algo, c.stream));
+    SC(sc_event_record(e1, c.stream));
+    SC(sc_event_synchronize(e1));
+    if (sc_comm_check(c.comm) != SC_OK) die("lp bench: %s", sc_last_error());
+    float ms = 0;
+    SC(sc_event_elapsed_ms(e0, e1, &ms));
+    double us = ms * 1e3 / it, all[8], mx = 0;
+    c.ex.allgather(&us, sizeof(double), all);
+    for (int q = 0; q < c.n; ++q) mx = std::max(mx, all[q]);
+    return mx;
+  };
+  if (c.rank == 0) printf("| size | dtype | lp_us | tree_us | nccl_us | lp vs nccl | lp busbw GB/s |\n|---:|---|---:|---:|---:|---:|---:|\n");
+  for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
+    {  // N(0,1) data in the send buffer
+      const size_t cnt = max_bytes / DT_SIZE[dt];
+      std::vector<float> v(std::min(cnt, (size_t)16 << 20)), seen;
+      uint64_t t = c.seed + 77 * (c.rank + 1);
+      for (auto& x : v) x = (float)nrand(t);
+      std::vector<unsigned char> b;
+      lp_pack(v, dt, b, seen);
+      for (size_t off = 0; off < max_bytes; off += b.size())
+        SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
+    }
+    for (size_t bytes = (size_t)16 << 20; bytes <= max_bytes; bytes *= 4) {
+      const double lp = time_one(bytes, dt, SC_ALGO_LP);
+      const double tree = time_one(bytes, dt, SC_ALGO_TREE);
+      const double nccl = c.vendor ? time_one(bytes, dt, SC_ALGO_VENDOR) : 0;
+      if (c.rank == 0)
+        printf("| %zu MB | %s | %.1f | %.1f | %.1f | %.2fx | %.1f |\n", bytes >> 20, DT_NAME[dt], lp, tree, nccl,
+               nccl > 0 ? nccl / lp : 0, bytes / (lp * 1e-6) / 1e9 * 2.0 * (c.n - 1) / c.n);
+    }
+  }
+  sc_event_destroy(e0);
+  sc_event_destroy(e1);
+}
+
 static std::string human(size_t b) {
   char buf[32];
   if (b >= (1u << 30)) snprintf(buf, sizeof(buf), "%zu GB", b >> 30);
@@ -798,6 +856,7 @@ struct Options {
   int nranks = 2;
   uint64_t seed = 0;
   bool mp = true, sp = true, bench = true, correctness = true, verbose = false, sweep = false, sweep_blocks = false;
+  bool lp = false, lp_only = false, lp_big = false, lp_bench = false;
   size_t bench_max = (size_t)1 << 30;
   int iters = 100;
   const char* md = nullptr;
@@ -850,7 +909,16 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
     return cm;
   };
 
-  if (o.correctness) {
+  if (o.lp) {
+    c.comm = make_comm(staging);
+    if (ndev < c.n) SC(sc_comm_set_option(c.comm, "max_blocks", 32));  // ranks share a GPU: stay co-resident
+    if (rank == 0) run_lp_codec(c);
+    run_lp_collectives(c, o.lp_big);
+    SC(sc_comm_destroy(c.comm));
+    c.comm = nullptr;
+    c.log("lp: %d passed, %d failed", c.passes, c.fails);
+  }
+  if (o.correctness && !o.lp_only) {
     c.comm = make_comm(staging);
     run_correctness(c, staging);
     run_fault_tests(c);
@@ -865,8 +933,9 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
     SC(sc_comm_get_tuning(c.comm, &fm, &tm, &mb));
     c.log("bench: default tuning flat_max=%zu tree_max=%zu max_blocks=%d", fm, tm, mb);
     std::vector<BenchRow> rows;
-    run_bench(c, o.bench_max, o.iters, o.sweep, o.sweep_blocks, rows);
-    if (rank == 0) print_bench(rows, c.n, o.md, o.csv);
+    if (!o.lp_bench) run_bench(c, o.bench_max, o.iters, o.sweep, o.sweep_blocks, rows);
+    else run_lp_bench(c, o.bench_max, o.iters);
+    if (rank == 0 && !o.lp_bench) print_bench(rows, c.n, o.md, o.csv);
     SC(sc_comm_destroy(c.comm));
   }
   SC(sc_stream_destroy(c.stream));
@@ -909,6 +978,10 @@ int main(int argc, char** argv) {
     else if (a == "--sweep-blocks") o.sweep_blocks = true;
     else if (a == "--diag") diag = true;
     else if (a == "--timeout") comm_timeout = atof(next());
+    else if (a == "--lp") o.lp = true;
+    else if (a == "--lp-only") { o.lp = o.lp_only = true; o.bench = false; }
+    else if (a == "--lp-big") o.lp_big = true;
+    else if (a == "--lp-bench") { o.lp_bench = true; o.correctness = false; o.sp = false; }
     else die("unknown argument %s", a.c_str());
   }
   if (o.nranks < 2 || o.nranks > 8) die("--ranks must be 2..8");
@@ -917,7 +990,7 @@ int main(int argc, char** argv) {
          (unsigned long long)o.seed, o.mp, o.sp, o.bench, o.correctness);
   int failures = 0;
   // Multi-process first: the parent must not initialise the GPU runtime before fork().
-  if (o.mp && (o.correctness || o.bench)) {
+  if (o.mp && (o.correctness || o.bench || o.lp)) {
     std::string dir = make_dir();
     std::vector<pid_t> kids;
     for (int r = 0; r < o.nranks; ++r) {
@@ -946,7 +1019,7 @@ int main(int argc, char** argv) {
     rm_dir(dir);
     printf("[mp] %s\n", failures ? "FAILED" : "all ranks passed");
   }
-  if (o.sp && o.correctness) {
+  if (o.sp && (o.correctness || o.lp)) {
     std::string dir = make_dir();
     std::vector<std::thread> th;
     std::vector<int> rcs(o.nranks, 0);

@@ -53,6 +53,15 @@ static int (*sc_fp_sc_reducescatter)(sc_comm_t comm, const void* send, void* rec
 static int (*sc_fp_sc_alltoall)(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
 static int (*sc_fp_sc_barrier)(sc_comm_t comm, void* stream) = 0;
+static int (*sc_fp_sc_allgather_lp)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_reducescatter_lp)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) = 0;
+static int (*sc_fp_sc_alltoall_lp)(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_comm_lp_config)(sc_comm_t comm, int* block_size, int* fp8_format) = 0;
+static size_t (*sc_fp_sc_lp_encoded_bytes)(size_t count, int block_size) = 0;
+static int (*sc_fp_sc_quantize)(const void* src, size_t count, int dtype, int fp8_format, int block_size, void* dst, void* stream) = 0;
+static int (*sc_fp_sc_dequantize)(const void* src, size_t count, int fp8_format, int block_size, void* dst, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_fp8_encode)(const void* src_f32, size_t count, int fp8_format, void* dst_codes, void* stream) = 0;
+static int (*sc_fp_sc_fp8_decode)(const void* src_codes, size_t count, int fp8_format, void* dst_f32, void* stream) = 0;
 static int (*sc_fp_sc_vendor_available)(void) = 0;
 static int (*sc_fp_sc_vendor_version)(int* version) = 0;
 static int (*sc_fp_sc_vendor_unique_id_size)(void) = 0;
@@ -155,6 +164,24 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_broadcast) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_broadcast (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_barrier) = dlsym(h, "sc_barrier");
   if (!sc_fp_sc_barrier) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_barrier (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_allgather_lp) = dlsym(h, "sc_allgather_lp");
+  if (!sc_fp_sc_allgather_lp) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_allgather_lp (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_reducescatter_lp) = dlsym(h, "sc_reducescatter_lp");
+  if (!sc_fp_sc_reducescatter_lp) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_reducescatter_lp (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_alltoall_lp) = dlsym(h, "sc_alltoall_lp");
+  if (!sc_fp_sc_alltoall_lp) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_alltoall_lp (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_comm_lp_config) = dlsym(h, "sc_comm_lp_config");
+  if (!sc_fp_sc_comm_lp_config) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_lp_config (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_lp_encoded_bytes) = dlsym(h, "sc_lp_encoded_bytes");
+  if (!sc_fp_sc_lp_encoded_bytes) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_lp_encoded_bytes (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_quantize) = dlsym(h, "sc_quantize");
+  if (!sc_fp_sc_quantize) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_quantize (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_dequantize) = dlsym(h, "sc_dequantize");
+  if (!sc_fp_sc_dequantize) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_dequantize (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_fp8_encode) = dlsym(h, "sc_fp8_encode");
+  if (!sc_fp_sc_fp8_encode) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_fp8_encode (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_fp8_decode) = dlsym(h, "sc_fp8_decode");
+  if (!sc_fp_sc_fp8_decode) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_fp8_decode (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_vendor_available) = dlsym(h, "sc_vendor_available");
   if (!sc_fp_sc_vendor_available) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_available (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_vendor_version) = dlsym(h, "sc_vendor_version");
@@ -221,6 +248,15 @@ int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_c
 int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall(comm, send, recv, count_per_peer, dtype, stream); }
 int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_broadcast(comm, send, recv, count, dtype, root, stream); }
 int sc_barrier(sc_comm_t comm, void* stream) { if (!sc_fp_sc_barrier) return SC_ERR_NO_DEVICE; return sc_fp_sc_barrier(comm, stream); }
+int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather_lp(comm, send, recv, count_per_rank, dtype, stream); }
+int sc_reducescatter_lp(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) { if (!sc_fp_sc_reducescatter_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter_lp(comm, send, recv, recv_count, dtype, op, stream); }
+int sc_alltoall_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall_lp(comm, send, recv, count_per_peer, dtype, stream); }
+int sc_comm_lp_config(sc_comm_t comm, int* block_size, int* fp8_format) { if (!sc_fp_sc_comm_lp_config) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_lp_config(comm, block_size, fp8_format); }
+size_t sc_lp_encoded_bytes(size_t count, int block_size) { if (!sc_fp_sc_lp_encoded_bytes) return 0; return sc_fp_sc_lp_encoded_bytes(count, block_size); }
+int sc_quantize(const void* src, size_t count, int dtype, int fp8_format, int block_size, void* dst, void* stream) { if (!sc_fp_sc_quantize) return SC_ERR_NO_DEVICE; return sc_fp_sc_quantize(src, count, dtype, fp8_format, block_size, dst, stream); }
+int sc_dequantize(const void* src, size_t count, int fp8_format, int block_size, void* dst, int dtype, void* stream) { if (!sc_fp_sc_dequantize) return SC_ERR_NO_DEVICE; return sc_fp_sc_dequantize(src, count, fp8_format, block_size, dst, dtype, stream); }
+int sc_fp8_encode(const void* src_f32, size_t count, int fp8_format, void* dst_codes, void* stream) { if (!sc_fp_sc_fp8_encode) return SC_ERR_NO_DEVICE; return sc_fp_sc_fp8_encode(src_f32, count, fp8_format, dst_codes, stream); }
+int sc_fp8_decode(const void* src_codes, size_t count, int fp8_format, void* dst_f32, void* stream) { if (!sc_fp_sc_fp8_decode) return SC_ERR_NO_DEVICE; return sc_fp_sc_fp8_decode(src_codes, count, fp8_format, dst_f32, stream); }
 int sc_vendor_available(void) { if (!sc_fp_sc_vendor_available) return 0; return sc_fp_sc_vendor_available(); }
 int sc_vendor_version(int* version) { if (!sc_fp_sc_vendor_version) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_version(version); }
 int sc_vendor_unique_id_size(void) { if (!sc_fp_sc_vendor_unique_id_size) return 0; return sc_fp_sc_vendor_unique_id_size(); }

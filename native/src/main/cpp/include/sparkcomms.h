@@ -58,11 +58,15 @@ extern "C" {
 #define SC_PRODUCT 4
 #define SC_PREMUL_SUM 5 /* sum of factor*x; floating-point types only */
 
+/* ---- FP8 formats of the low-precision (LP) path (numbers = Java Fp8Format.ordinal()) ---- */
+#define SC_FP8_E4M3FN 0   /* OCP, max 448: NVIDIA and gfx950 default */
+#define SC_FP8_E4M3FNUZ 1 /* max 240: gfx942 (MI300) default */
+
 /* ---- algorithms ---- */
 #define SC_ALGO_AUTO 0
 #define SC_ALGO_FLAT 1   /* one-shot */
 #define SC_ALGO_TREE 2   /* two-shot: reduce-scatter + all-gather */
-#define SC_ALGO_LP 3     /* reserved: FP8 on the wire (returns SC_ERR_UNSUPPORTED for now) */
+#define SC_ALGO_LP 3     /* FP8 on the wire, per-block scales (fp32/bf16, SUM/AVG; else SC_ERR_UNSUPPORTED) */
 #define SC_ALGO_VENDOR 4 /* NCCL / RCCL through sc_vendor_comm_init */
 
 typedef struct sc_comm* sc_comm_t;
@@ -121,7 +125,15 @@ SC_API int sc_comm_size(sc_comm_t comm, int* nranks);
  * or from built-in measured defaults. */
 SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree_max_bytes, int max_blocks);
 /* Named tuning option: "flat_max_bytes", "tree_max_bytes", "ll_max_bytes" (flat uses the LL
- * protocol up to this size), "max_blocks". */
+ * protocol up to this size), "max_blocks".
+ * Low precision (LP): "lp_block_size" (elements per FP8 scale block, a multiple of 4 in
+ * 4..65536; default 128 or SPARKCOMMS_LP_BLOCK_SIZE), "fp8_format" (SC_FP8_*; default from the
+ * device arch: E4M3FNUZ on gfx940-942, else E4M3FN; env SPARKCOMMS_FP8_FORMAT=e4m3fn|e4m3fnuz),
+ * "lp_min_bytes" (AUTO picks LP from this size; default 16 MiB or SPARKCOMMS_LP_MIN_BYTES),
+ * "lp_auto" (bit mask of collectives for which AUTO / the plain calls use LP: 1 allreduce,
+ * 2 allgather, 4 reducescatter, 8 alltoall; default from RCCL_LOW_PRECISION_ENABLE=1 (all) and
+ * RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}=0|1, else 0).
+ * Every LP buffer lives in the staging buffer: nothing is allocated during a collective. */
 SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
 SC_API int sc_comm_get_tuning(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks);
 /* Which algorithm AUTO picks for an allreduce of this size (SC_ALGO_FLAT / TREE / VENDOR). */
@@ -139,6 +151,32 @@ SC_API int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t coun
 SC_API int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root,
                  void* stream);
 SC_API int sc_barrier(sc_comm_t comm, void* stream);
+
+/* ---- low precision (FP8 on the wire; fp32 / bf16 in and out, SUM / AVG) ----
+ * Explicit LP forms of allgather / reducescatter / alltoall (allreduce: algo SC_ALGO_LP). One
+ * quantization per element (allreduce: two, the reduced slice is requantized once), FP32
+ * accumulation in rank order (identical bits on every rank), bf16 output rounded to nearest even.
+ * Other dtypes / ops: SC_ERR_UNSUPPORTED. */
+SC_API int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype,
+                    void* stream);
+SC_API int sc_reducescatter_lp(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype,
+                        int op, void* stream);
+SC_API int sc_alltoall_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype,
+                   void* stream);
+/* The communicator's LP settings (block size, SC_FP8_* format). */
+SC_API int sc_comm_lp_config(sc_comm_t comm, int* block_size, int* fp8_format);
+/* Codec entry points, bit-exact with the Java BlockQuantizer / Fp8Codec (device buffers):
+ * sc_quantize writes sc_lp_encoded_bytes(count, block_size) bytes: count codes, zero pad to a
+ * multiple of 4, ceil(count / block_size) little-endian float32 power-of-two scales.
+ * dtype: SC_FLOAT32 or SC_BFLOAT16 (bf16 in: exact widening; bf16 out: rounded to nearest even). */
+SC_API size_t sc_lp_encoded_bytes(size_t count, int block_size);
+SC_API int sc_quantize(const void* src, size_t count, int dtype, int fp8_format, int block_size, void* dst,
+                void* stream);
+SC_API int sc_dequantize(const void* src, size_t count, int fp8_format, int block_size, void* dst, int dtype,
+                  void* stream);
+/* Raw scalar codec, no scaling: codes[i] = encode(float src[i]); out[i] = decode(codes[i]). */
+SC_API int sc_fp8_encode(const void* src_f32, size_t count, int fp8_format, void* dst_codes, void* stream);
+SC_API int sc_fp8_decode(const void* src_codes, size_t count, int fp8_format, void* dst_f32, void* stream);
 
 /* ---- vendor library (NCCL on CUDA, RCCL on HIP), loaded with dlopen ---- */
 SC_API int sc_vendor_available(void);              /* 1 if loadable, else 0 (reason in sc_last_error) */

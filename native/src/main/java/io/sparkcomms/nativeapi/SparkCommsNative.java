@@ -44,6 +44,8 @@ public final class SparkCommsNative {
   public static final int SC_MAX = 3;
   public static final int SC_PRODUCT = 4;
   public static final int SC_PREMUL_SUM = 5;
+  public static final int SC_FP8_E4M3FN = 0;
+  public static final int SC_FP8_E4M3FNUZ = 1;
   public static final int SC_ALGO_AUTO = 0;
   public static final int SC_ALGO_FLAT = 1;
   public static final int SC_ALGO_TREE = 2;
@@ -105,6 +107,15 @@ public final class SparkCommsNative {
   public static native int sc_alltoall(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, Pointer stream);
   public static native int sc_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
   public static native int sc_barrier(sc_comm comm, Pointer stream);
+  public static native int sc_allgather_lp(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, Pointer stream);
+  public static native int sc_reducescatter_lp(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, Pointer stream);
+  public static native int sc_alltoall_lp(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, Pointer stream);
+  public static native int sc_comm_lp_config(sc_comm comm, int[] block_size, int[] fp8_format);
+  public static native @Cast("size_t") long sc_lp_encoded_bytes(@Cast("size_t") long count, int block_size);
+  public static native int sc_quantize(@Const Pointer src, @Cast("size_t") long count, int dtype, int fp8_format, int block_size, Pointer dst, Pointer stream);
+  public static native int sc_dequantize(@Const Pointer src, @Cast("size_t") long count, int fp8_format, int block_size, Pointer dst, int dtype, Pointer stream);
+  public static native int sc_fp8_encode(@Const Pointer src_f32, @Cast("size_t") long count, int fp8_format, Pointer dst_codes, Pointer stream);
+  public static native int sc_fp8_decode(@Const Pointer src_codes, @Cast("size_t") long count, int fp8_format, Pointer dst_f32, Pointer stream);
   public static native int sc_vendor_available();
   public static native int sc_vendor_version(int[] version);
   public static native int sc_vendor_unique_id_size();

@@ -60,7 +60,10 @@ public final class AlgorithmSelector {
     }
     Algorithm forced = o.algorithm();
     boolean lpWanted = forced == Algorithm.LP || (forced == Algorithm.AUTO && o.lowPrecisionEnabled(c) && bytes >= o.lpMinBytes());
-    if (lpWanted && lpAvailable && lowPrecisionEligible(c, dtype, op)) {
+    // Measured on 2x H200 (bench/gpu-lp-results.md): GPU LP is 0.53-0.78x NCCL for bf16, so under
+    // AUTO the GPU backend keeps bf16 at full precision; algorithm=LP still forces it.
+    boolean gpuBf16 = b.gpu() && forced == Algorithm.AUTO && dtype == DataType.BFLOAT16;
+    if (lpWanted && lpAvailable && !gpuBf16 && lowPrecisionEligible(c, dtype, op)) {
       return Algorithm.LP;
     }
     if (forced == Algorithm.VENDOR) {

@@ -39,6 +39,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
   private final Pointer ownStream;
   private Pointer stream;
   private final boolean vendor;
+  /** Whether the native library took the LP options (it has the FP8 kernels for this block size). */
+  private final boolean lowPrecision;
   private volatile boolean aborted;
   /** Async calls whose event has not been seen complete yet; bounded, drained by synchronize(). */
   private final java.util.ArrayDeque<EventWork> pending = new java.util.ArrayDeque<>();
@@ -46,8 +48,10 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Device scratch for host-tensor calls, grown on demand, freed at close. */
   private DeviceTensor scratchIn, scratchOut;
 
-  private GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor) {
+  private GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor,
+      boolean lowPrecision) {
     super(rank, size, o);
+    this.lowPrecision = lowPrecision;
     this.device = device;
     this.comm = comm;
     this.ownStream = stream;
@@ -90,9 +94,16 @@ public final class GpuCommunicator extends AbstractCommunicator {
         agree(rv, err, t, "initialize the vendor communicator");
         vendor = true;
       }
+      // LP: the Java selector decides (lp_auto 0); block size and format from the options. A library
+      // without the FP8 kernels, or a block size they cannot take, refuses: LP then falls through.
+      boolean lp = n > 1
+          && SparkCommsNative.sc_comm_set_option(comm, "lp_auto", 0) == SparkCommsNative.SC_OK
+          && SparkCommsNative.sc_comm_set_option(comm, "lp_block_size", o.lpBlockSize()) == SparkCommsNative.SC_OK
+          && (o.fp8Format() == null
+              || SparkCommsNative.sc_comm_set_option(comm, "fp8_format", o.fp8Format().ordinal()) == SparkCommsNative.SC_OK);
       stream = new Pointer((Pointer) null);
       Native.check(SparkCommsNative.sc_stream_create(stream), "sc_stream_create");
-      return new GpuCommunicator(r, n, o, device, comm, stream, vendor);
+      return new GpuCommunicator(r, n, o, device, comm, stream, vendor, lp);
     } catch (RuntimeException e) {
       SparkCommsNative.sc_comm_abort(comm);
       SparkCommsNative.sc_comm_destroy(comm);
@@ -125,7 +136,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   @Override protected boolean vendorAvailable() { return vendor; }
   @Override protected boolean isGpu() { return true; }
-  @Override protected boolean lowPrecisionAvailable() { return false; }
+  @Override protected boolean lowPrecisionAvailable() { return lowPrecision; }
   @Override protected boolean enqueues() { return true; }
 
   @Override protected String checkTensors(Collective kind, Tensor in, Tensor out) {
@@ -178,14 +189,18 @@ public final class GpuCommunicator extends AbstractCommunicator {
     int op = c.op() == null ? 0 : c.op().kind().code();
     double f = c.op() == null ? 1 : c.op().factor();
     boolean v = c.algorithm() == Algorithm.VENDOR;
+    boolean lp = c.algorithm() == Algorithm.LP;
     int st;
     switch (c.kind()) {
       case ALL_REDUCE: st = SparkCommsNative.sc_allreduce(comm, in, out, c.count(), dt, op, f, c.algorithm().code(), stream); break;
       case ALL_GATHER: st = v ? SparkCommsNative.sc_vendor_allgather(comm, in, out, c.count(), dt, stream)
+          : lp ? SparkCommsNative.sc_allgather_lp(comm, in, out, c.count(), dt, stream)
           : SparkCommsNative.sc_allgather(comm, in, out, c.count(), dt, stream); break;
       case REDUCE_SCATTER: st = v ? SparkCommsNative.sc_vendor_reducescatter(comm, in, out, c.count(), dt, op, f, stream)
+          : lp ? SparkCommsNative.sc_reducescatter_lp(comm, in, out, c.count(), dt, op, stream)
           : SparkCommsNative.sc_reducescatter(comm, in, out, c.count(), dt, op, f, stream); break;
-      case ALL_TO_ALL: st = SparkCommsNative.sc_alltoall(comm, in, out, c.count(), dt, stream); break; // no vendor all-to-all: direct
+      case ALL_TO_ALL: st = lp ? SparkCommsNative.sc_alltoall_lp(comm, in, out, c.count(), dt, stream)
+          : SparkCommsNative.sc_alltoall(comm, in, out, c.count(), dt, stream); break; // no vendor all-to-all: direct
       case BROADCAST: st = v ? SparkCommsNative.sc_vendor_broadcast(comm, in, out, c.count(), dt, c.root(), stream)
           : SparkCommsNative.sc_broadcast(comm, in, out, c.count(), dt, c.root(), stream); break;
       case BARRIER: st = SparkCommsNative.sc_barrier(comm, stream); break;
@@ -249,11 +264,12 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Algorithm a = algo;
     if (a == Algorithm.AUTO) {
       a = io.sparkcomms.collectives.algo.AlgorithmSelector.choose(Collective.ALL_REDUCE, in.bytes(), size, in.dtype(), op,
-          options, new io.sparkcomms.collectives.algo.AlgorithmSelector.Backend(true, vendor, false));
+          options, new io.sparkcomms.collectives.algo.AlgorithmSelector.Backend(true, vendor, lowPrecision));
     } else if (a == Algorithm.VENDOR && !vendor) {
       throw new IllegalArgumentException("algorithm VENDOR: NCCL/RCCL is not loaded in this communicator");
-    } else if (a == Algorithm.LP) {
-      throw new IllegalArgumentException("algorithm LP is not available on the GPU backend yet");
+    } else if (a == Algorithm.LP && !(lowPrecision && io.sparkcomms.collectives.algo.AlgorithmSelector.lowPrecisionEligible(
+        Collective.ALL_REDUCE, in.dtype(), op))) {
+      throw new IllegalArgumentException("algorithm LP: needs FLOAT32/BFLOAT16 with SUM/AVG and a native library with the FP8 kernels");
     }
     launch(new CollectiveCall(Collective.ALL_REDUCE, in, out, op, 0, in.dtype(), in.count(), a, in.bytes()), null);
     stats().record(a, in.bytes(), 0);

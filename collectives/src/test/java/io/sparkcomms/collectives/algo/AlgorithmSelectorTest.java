@@ -49,6 +49,13 @@ class AlgorithmSelectorTest {
     assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.FLOAT32, ReduceOp.SUM,
         CommOptions.builder().lowPrecision(true).build(), new AlgorithmSelector.Backend(true, true, false)),
         "a backend without LP falls through");
+    AlgorithmSelector.Backend gpuLp = new AlgorithmSelector.Backend(true, true, true);
+    CommOptions lpOn = CommOptions.builder().lowPrecision(true).build();
+    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.FLOAT32, ReduceOp.SUM, lpOn, gpuLp));
+    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM, lpOn, gpuLp),
+        "GPU LP is slower than NCCL for bf16: AUTO keeps full precision");
+    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM,
+        CommOptions.builder().algorithm(LP).build(), gpuLp), "forced LP still runs");
   }
 
   @Test void lowPrecisionGates() {
