@@ -49,6 +49,23 @@ class HostCollectivesTest {
     }
   }
 
+  /** 16 ranks (more ranks than an MI300 node has GPUs), smaller counts: the whole matrix again. */
+  @org.junit.jupiter.api.Test
+  void sixteenRanks() {
+    long seed = System.nanoTime();
+    Map<Algorithm, RankGroup> groups = new EnumMap<>(Algorithm.class);
+    try {
+      for (Algorithm a : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.LP}) groups.put(a, new RankGroup(16, options(a)));
+      List<List<String>> perRank = groups.get(Algorithm.FLAT).run(r ->
+          CollectiveChecker.runMatrix(a -> groups.get(a).comm(r), seed, new int[] {1, 7, 1023, 40_001}));
+      List<String> all = new ArrayList<>();
+      perRank.forEach(all::addAll);
+      assertTrue(all.isEmpty(), "seed " + seed + ": " + String.join("\n", all));
+    } finally {
+      groups.values().forEach(RankGroup::close);
+    }
+  }
+
   @ParameterizedTest(name = "{0} ranks")
   @ValueSource(ints = {2, 5})
   void autoSelectionUsesEveryAlgorithmAndStaysCorrect(int ranks) {
