@@ -1,0 +1,326 @@
+package io.sparkcomms.spark.dataset;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.spark.SparkCommsPlugin;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.ml.linalg.Vector;
+import org.apache.spark.ml.linalg.VectorUDT;
+import org.apache.spark.ml.linalg.Vectors;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The Dataset helpers in {@code local[4]} (four task threads, host backend), against plain Java. */
+class DatasetHelpersLocalTest {
+  static SparkSession spark;
+  static JavaSparkContext sc;
+  @TempDir Path tmp;
+
+  @BeforeAll static void start() {
+    spark = SparkSession.builder().master("local[4,4]").appName("sparkcomms-dataset-local")
+        .config("spark.plugins", SparkCommsPlugin.class.getName())
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sparkcomms.timeout", "30s")
+        .config("spark.sparkcomms.stagingBytes", "1M")
+        .getOrCreate();
+    sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+  }
+
+  @AfterAll static void stop() {
+    if (spark != null) spark.stop();
+  }
+
+  // ------------------------------------------------------------------ mapPartitions
+
+  @Test void mapPartitionsHandsEveryPartitionTheCommunicator() {
+    Dataset<Long> numbers = spark.range(0, 100).as(Encoders.LONG()).repartition(4);
+    Dataset<String> out = BarrierDatasets.mapPartitions(numbers, (comm, rows) -> {
+      double[] s = {0, 0};
+      rows.forEachRemaining(x -> { s[0] += x; s[1]++; });
+      comm.allReduce(HostTensor.of(s), ReduceOp.SUM);
+      return List.of(comm.rank() + "/" + comm.size() + " " + s[0] + " " + s[1]).iterator();
+    }, Encoders.STRING());
+    List<String> got = new ArrayList<>(out.collectAsList());
+    got.sort(null);
+    assertEquals(List.of("0/4 4950.0 100.0", "1/4 4950.0 100.0", "2/4 4950.0 100.0", "3/4 4950.0 100.0"), got);
+  }
+
+  @Test void retriableMapPartitionsSurvivesAFailedAttempt() {
+    Dataset<Integer> data = spark.createDataset(List.of(1, 2, 3, 4, 5, 6, 7, 8), Encoders.INT()).repartition(4);
+    Dataset<Integer> out = BarrierDatasets.mapPartitions(data, (comm, rows) -> {
+      if (TaskContext.get().stageAttemptNumber() == 0 && comm.rank() == 1) throw new IllegalStateException("rank 1 dies once");
+      int[] s = {0};
+      rows.forEachRemaining(x -> s[0] += x);
+      comm.allReduce(HostTensor.of(s), ReduceOp.SUM);
+      return List.of(s[0] * 10 + comm.rank()).iterator();
+    }, Encoders.INT(), BarrierOptions.defaults().retriable(true));
+    List<Integer> got = new ArrayList<>(out.collectAsList());
+    got.sort(null);
+    assertEquals(List.of(360, 361, 362, 363), got);
+  }
+
+  @Test void ranksCoalesceOrRepartition() {
+    JavaRDD<Integer> six = sc.parallelize(List.of(1, 2, 3, 4, 5, 6), 6);
+    assertEquals(4, BarrierDatasets.withRanks(six, 0).getNumPartitions(), "more partitions than slots: repartitioned");
+    assertEquals(2, BarrierDatasets.withRanks(six, 2).getNumPartitions());
+    assertEquals(3, BarrierDatasets.withRanks(sc.parallelize(List.of(1, 2), 1), 3).getNumPartitions());
+    List<Integer> sizes = BarrierDatasets.mapPartitions(six, (comm, rows) -> {
+      int[] n = {0};
+      rows.forEachRemaining(x -> n[0]++);
+      return List.of(comm.size() * 100 + n[0]).iterator();
+    }, BarrierOptions.defaults()).collect();
+    assertEquals(4, sizes.size());
+    assertEquals(6, sizes.stream().mapToInt(x -> x % 100).sum());
+  }
+
+  // ------------------------------------------------------------------ vector columns
+
+  static final StructType FLOATS = new StructType().add("id", DataTypes.IntegerType)
+      .add("v", DataTypes.createArrayType(DataTypes.FloatType, false), true);
+
+  @Test void sumAndMeanOfFloatAndDoubleArrays() {
+    Random r = new Random(7);
+    int d = 13;
+    List<Row> rows = new ArrayList<>();
+    List<Row> drows = new ArrayList<>();
+    double[] ref = new double[d];
+    long count = 0;
+    for (int i = 0; i < 203; i++) {
+      if (i % 17 == 5) {                                    // null vectors are skipped
+        rows.add(RowFactory.create(i, null));
+        drows.add(RowFactory.create(i, null));
+        continue;
+      }
+      float[] v = new float[d];
+      double[] dv = new double[d];
+      for (int j = 0; j < d; j++) {
+        v[j] = (float) r.nextGaussian();
+        dv[j] = v[j];
+        ref[j] += v[j];
+      }
+      count++;
+      rows.add(RowFactory.create(i, v));
+      drows.add(RowFactory.create(i, dv));
+    }
+    Dataset<Row> f = spark.createDataFrame(rows, FLOATS).repartition(4);
+    VectorColumns.Summary s = VectorColumns.summary(f, "v", BarrierOptions.defaults());
+    assertEquals(count, s.count());
+    assertArrayEquals(ref, s.sum(), 1e-9);
+    double[] mean = s.mean();
+    for (int j = 0; j < d; j++) assertEquals(ref[j] / count, mean[j], 1e-12);
+
+    StructType dschema = new StructType().add("id", DataTypes.IntegerType)
+        .add("v", DataTypes.createArrayType(DataTypes.DoubleType, true), true);
+    Dataset<Row> dd = spark.createDataFrame(drows, dschema).repartition(3);
+    assertArrayEquals(ref, VectorColumns.sum(dd, "v"), 1e-9);
+  }
+
+  @Test void sumOfMlVectorsDenseAndSparse() {
+    int d = 9;
+    List<Row> rows = new ArrayList<>();
+    double[] ref = new double[d];
+    for (int i = 0; i < 50; i++) {
+      Vector v;
+      if (i % 2 == 0) {
+        double[] a = new double[d];
+        for (int j = 0; j < d; j++) a[j] = i + j * 0.5;
+        v = Vectors.dense(a);
+      } else {
+        v = Vectors.sparse(d, new int[] {1, 2 + i % (d - 2)}, new double[] {2.0, i});
+      }
+      double[] a = v.toArray();
+      for (int j = 0; j < d; j++) ref[j] += a[j];
+      rows.add(RowFactory.create(v));
+    }
+    Dataset<Row> df = spark.createDataFrame(rows, new StructType().add("features", new VectorUDT())).repartition(4);
+    double[] mean = VectorColumns.mean(df, "features");
+    for (int j = 0; j < d; j++) assertEquals(ref[j] / 50, mean[j], 1e-12, "mean " + j);
+  }
+
+  @Test void emptyPartitionsAndEmptyColumns() {
+    List<Row> rows = List.of(RowFactory.create(1, new float[] {1, 2}), RowFactory.create(2, new float[] {3, 4}));
+    Dataset<Row> two = spark.createDataFrame(rows, FLOATS).repartition(4);   // at least two partitions are empty
+    assertArrayEquals(new double[] {4, 6}, VectorColumns.sum(two, "v"), 0);
+    VectorColumns.Summary none = VectorColumns.summary(two.filter("id > 5"), "v", BarrierOptions.defaults().ranks(4));
+    assertEquals(0, none.count());
+    assertEquals(0, none.dimension());
+  }
+
+  @Test void mismatchedSizesAndWrongTypesAreClearErrors() {
+    List<Row> rows = List.of(RowFactory.create(1, new float[] {1, 2}), RowFactory.create(2, new float[] {3, 4, 5}));
+    Dataset<Row> bad = spark.createDataFrame(rows, FLOATS).repartition(1);
+    Exception e = assertThrows(Exception.class, () -> VectorColumns.sum(bad, "v"));
+    assertTrue(String.valueOf(e.getMessage()).contains("different sizes"), e.getMessage());
+    Dataset<Row> badAcross = spark.createDataFrame(rows, FLOATS).repartition(2, new org.apache.spark.sql.Column("id"));
+    Exception e2 = assertThrows(Exception.class, () -> VectorColumns.sum(badAcross, "v"));
+    assertTrue(String.valueOf(e2.getMessage()).contains("different sizes"), e2.getMessage());
+    IllegalArgumentException e3 = assertThrows(IllegalArgumentException.class,
+        () -> VectorColumns.sum(spark.createDataFrame(rows, FLOATS), "id"));
+    assertTrue(e3.getMessage().contains("expected array<float>, array<double> or an ML/MLlib Vector"), e3.getMessage());
+  }
+
+  // ------------------------------------------------------------------ trainer
+
+  static List<List<LabeledVector>> split(List<LabeledVector> all, int parts) {
+    List<List<LabeledVector>> out = new ArrayList<>();
+    int n = all.size();
+    for (int p = 0; p < parts; p++) out.add(all.subList(p * n / parts, (p + 1) * n / parts));
+    return out;
+  }
+
+  @Test void fullBatchTrainingMatchesPlainJava() {
+    List<LabeledVector> data = Reference.logisticData(400, 6, 11);
+    float[] init = new float[7];
+    TrainingResult r = new DataParallelTrainer<>(new LogisticRegressionGradient())
+        .initialParams(init).epochs(15).learningRate(0.5)
+        .fit(sc.parallelize(data, 4));
+    double[] losses = new double[15];
+    float[] ref = Reference.fullBatchGd(split(data, 4), init, 15, 0.5, losses);
+    assertArrayEquals(ref, r.params(), 1e-4f);
+    assertArrayEquals(losses, r.lossPerEpoch(), 1e-5);
+    assertEquals(4, r.ranks());
+    assertEquals(0, r.resumedFromEpoch());
+    assertTrue(r.lossPerEpoch()[14] < r.lossPerEpoch()[0] * 0.7, Arrays.toString(r.lossPerEpoch()));
+    assertTrue(Reference.accuracy(r.params(), data) > 0.85);
+  }
+
+  @Test void checkpointedRunResumesToTheSameParameters() {
+    List<LabeledVector> data = Reference.logisticData(320, 5, 3);
+    JavaRDD<LabeledVector> rdd = sc.parallelize(data, 4).cache();
+    String one = tmp.resolve("one").toUri().toString();
+    String two = tmp.resolve("two").toUri().toString();
+    DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new LogisticRegressionGradient(1e-3))
+        .initialParams(new float[6]).learningRate(0.1).momentum(0.9).batchSize(16).seed(5).keepCheckpoints(2);
+    TrainingResult straight = t.checkpointDir(one).epochs(6).fit(rdd);
+    TrainingResult first = t.checkpointDir(two).epochs(3).fit(rdd);
+    assertEquals(List.of(2, 3), Checkpoints.list(two, sc.hadoopConfiguration()));
+    TrainingResult resumed = t.checkpointDir(two).epochs(6).fit(rdd);
+    assertEquals(3, resumed.resumedFromEpoch());
+    assertArrayEquals(straight.params(), resumed.params(), 0f);
+    assertArrayEquals(straight.lossPerEpoch(), resumed.lossPerEpoch(), 0);
+    assertArrayEquals(Arrays.copyOf(straight.lossPerEpoch(), 3), first.lossPerEpoch(), 0);
+    assertEquals(List.of(5, 6), Checkpoints.list(two, sc.hadoopConfiguration()));
+    Checkpoints.State st = Checkpoints.latest(two, sc.hadoopConfiguration()).orElseThrow();
+    assertEquals(6, st.epochsDone());
+    assertArrayEquals(straight.params(), st.params(), 0f);
+    // 20 steps per epoch (80 rows per rank, batches of 16... ceil(80/16) = 5) x 3 epochs of allReduce in the resumed run
+    assertTrue(resumed.callsByAlgorithm().values().stream().mapToLong(Long::longValue).sum() >= 15, resumed.toString());
+    // Already done: nothing to train, same result.
+    TrainingResult again = t.checkpointDir(two).epochs(6).fit(rdd);
+    assertEquals(6, again.resumedFromEpoch());
+    assertArrayEquals(straight.params(), again.params(), 0f);
+  }
+
+  @Test void lowPrecisionGradientsTrainToo() {
+    List<LabeledVector> data = Reference.logisticData(400, 6, 11);
+    DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new LogisticRegressionGradient())
+        .initialParams(new float[7]).epochs(15).learningRate(0.5);
+    TrainingResult fp32 = t.comm(CommSettings.fromSparkConf().lowPrecision(false)).fit(sc.parallelize(data, 4));
+    TrainingResult lp = t.comm(CommSettings.fromSparkConf().lowPrecision(true, 0)).fit(sc.parallelize(data, 4));
+    assertTrue(lp.callsByAlgorithm().getOrDefault("LP", 0L) >= 15, lp.toString());
+    assertEquals(0L, fp32.callsByAlgorithm().getOrDefault("LP", 0L), fp32.toString());
+    double a = fp32.lossPerEpoch()[14];
+    double b = lp.lossPerEpoch()[14];
+    assertTrue(Math.abs(a - b) < 0.02 * a + 1e-3, "fp32 " + a + " lp " + b);
+  }
+
+  @Test void trainsFromADatasetWithAVectorColumn() {
+    List<LabeledVector> data = Reference.logisticData(200, 4, 21);
+    List<Row> rows = new ArrayList<>();
+    for (LabeledVector v : data) {
+      double[] x = new double[v.features().length];
+      for (int j = 0; j < x.length; j++) x[j] = v.features()[j];
+      rows.add(RowFactory.create(Vectors.dense(x), (double) v.label()));
+    }
+    Dataset<Row> df = spark.createDataFrame(rows, new StructType().add("features", new VectorUDT())
+        .add("label", DataTypes.DoubleType)).repartition(1);
+    TrainingResult r = new DataParallelTrainer<>(new LogisticRegressionGradient())
+        .initialParams(new float[5]).epochs(10).learningRate(0.5)
+        .barrierOptions(BarrierOptions.defaults().ranks(2).retriable(true))
+        .fit(LabeledVector.fromDataset(df, "features", "label"));
+    assertEquals(2, r.ranks());
+    assertEquals(10, r.lossPerEpoch().length);
+    assertTrue(Reference.accuracy(r.params(), data) > 0.85);
+  }
+
+  // ------------------------------------------------------------------ tensor-parallel inference
+
+  static Dataset<Row> inferenceData(int rows, int d, int partitions) {
+    Random r = new Random(99);
+    List<Row> list = new ArrayList<>();
+    for (int i = 0; i < rows; i++) {
+      float[] x = new float[d];
+      for (int j = 0; j < d; j++) x[j] = (float) r.nextGaussian();
+      list.add(RowFactory.create(i, x));
+    }
+    StructType schema = new StructType().add("id", DataTypes.IntegerType)
+        .add("features", DataTypes.createArrayType(DataTypes.FloatType, false));
+    return spark.createDataFrame(sc.parallelize(list, partitions), schema);
+  }
+
+  static void checkAgainstSingleRank(MlpModel model, Dataset<Row> in, Dataset<Row> out) {
+    List<Row> src = in.collectAsList();
+    List<Row> got = out.collectAsList();
+    assertEquals(src.size(), got.size());
+    assertEquals(List.of("id", "features", "y"), Arrays.asList(out.columns()));
+    for (int i = 0; i < got.size(); i++) {
+      Row row = got.get(i);
+      assertEquals(src.get(i).getInt(0), row.getInt(0), "order and partitions are kept");
+      List<Object> feats = row.getList(1);
+      float[] x = new float[feats.size()];
+      for (int j = 0; j < x.length; j++) x[j] = (Float) feats.get(j);
+      float[] ref = model.forward(x);
+      List<Object> y = row.getList(2);
+      assertEquals(ref.length, y.size());
+      for (int j = 0; j < ref.length; j++) {
+        assertEquals(ref[j], (Float) y.get(j), 1e-4 * (1 + Math.abs(ref[j])), "row " + i + " output " + j);
+      }
+    }
+  }
+
+  @Test void tensorParallelInferenceMatchesSingleRank() {
+    MlpModel model = MlpModel.random(42, MlpModel.Activation.IDENTITY, 12, 33, 17, 5);
+    Dataset<Row> data = inferenceData(103, 12, 4).cache();
+    for (TensorParallelInference.Split s : TensorParallelInference.Split.values()) {
+      Dataset<Row> out = new TensorParallelInference(model).featuresCol("features").outputCol("y")
+          .batchSize(8).split(s).transform(data);
+      checkAgainstSingleRank(model, data, out);
+    }
+    // A single layer split by columns, three ranks, retriable, batch larger than any partition.
+    MlpModel linear = MlpModel.random(1, MlpModel.Activation.SIGMOID, 12, 4);
+    Dataset<Row> data3 = inferenceData(40, 12, 3);
+    checkAgainstSingleRank(linear, data3, new TensorParallelInference(linear).outputCol("y").batchSize(64)
+        .split(TensorParallelInference.Split.COLUMNS).barrierOptions(BarrierOptions.defaults().retriable(true))
+        .transform(data3));
+  }
+
+  @Test void eachRankHoldsOnlyItsShard() {
+    MlpModel model = MlpModel.random(3, MlpModel.Activation.IDENTITY, 64, 128, 10);
+    long total = 0;
+    for (int r = 0; r < 4; r++) total += new TensorParallelInference.Sharded(model, TensorParallelInference.Split.ALTERNATING, r, 4).shardParameters();
+    // weights split four ways; only the COLUMNS layer's bias (10) is held by every rank
+    assertEquals(model.parameterCount() + 3 * 10, total);
+  }
+}
