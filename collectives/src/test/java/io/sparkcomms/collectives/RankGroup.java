@@ -39,7 +39,7 @@ public final class RankGroup implements AutoCloseable {
     Throwable first = null;
     for (Future<T> fu : fs) {
       try {
-        out.add(fu.get(300, TimeUnit.SECONDS));
+        out.add(fu.get(900, TimeUnit.SECONDS)); // generous: CI machines may be loaded; every collective wait has its own timeout
       } catch (Exception e) {
         out.add(null);
         if (first == null) first = e.getCause() != null ? e.getCause() : e;
