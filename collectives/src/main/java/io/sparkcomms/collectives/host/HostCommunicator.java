@@ -131,7 +131,10 @@ public final class HostCommunicator extends AbstractCommunicator {
 
   @Override public boolean isAborted() { return aborted || (!isClosed() && seg.isAborted()); }
 
-  @Override protected void release() { seg.close(); }
+  @Override protected void release() {
+    seg.markDetached(rank); // peers still waiting for this rank fail now instead of at their timeout
+    seg.close();
+  }
 
   // ------------------------------------------------------------------ dispatch
 
@@ -141,8 +144,9 @@ public final class HostCommunicator extends AbstractCommunicator {
       throw new CommAbortedException("communicator aborted: " + seg.abortReason());
     }
     try {
-      HostTensor in = (HostTensor) c.in();
-      HostTensor out = (HostTensor) c.out();
+      // Only a call without a local problem is guaranteed HostTensors; with one, the tensors are unused.
+      HostTensor in = c.in() instanceof HostTensor h ? h : null;
+      HostTensor out = c.out() instanceof HostTensor h ? h : null;
       boolean lp = c.algorithm() == Algorithm.LP;
       switch (c.kind()) {
         case ALL_REDUCE:
@@ -166,8 +170,12 @@ public final class HostCommunicator extends AbstractCommunicator {
         default:
           throw new AssertionError(c.kind());
       }
-    } catch (CommMismatchException | IllegalArgumentException e) {
+    } catch (CommMismatchException e) {
       throw e; // every rank raised at the same call; the communicator stays usable
+    } catch (IllegalArgumentException e) {
+      if (problem != null) throw e; // this rank's own arguments, reported to every rank at the first barrier
+      abort(c.kind().apiName() + " failed on rank " + rank + ": " + e);
+      throw new CommException(c.kind().apiName() + " failed on rank " + rank + ": " + e, e);
     } catch (CommException e) {
       aborted = true;
       throw e;

@@ -1,7 +1,6 @@
 package io.sparkcomms.collectives.host;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -12,27 +11,35 @@ import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
+import java.time.Instant;
+import java.util.EnumSet;
 import java.util.HexFormat;
+import java.util.Optional;
 
 /**
  * The shared-memory segment of one host communicator: a file in /dev/shm mapped by every rank.
  *
  * <pre>
  * [header 4 KiB][control block per rank, 8 KiB each][data per rank: input area S | result area S]
- * header:  magic, ranks, staging bytes, abort state + reason
+ * header:  magic, ranks, staging bytes, creator pid + start time, abort state + reason
  * control: 64 barrier slots of 64 bytes (slot p = last epoch rank p signalled to this rank),
- *          two call descriptors (by call parity), pid
+ *          two call descriptors (by call parity), pid, detached flag
  * </pre>
  *
  * The file is created 0600 with CREATE_NEW under a random 128-bit name, and unlinked by rank 0 as soon
- * as every rank has mapped it: nothing is left in /dev/shm even if a process is killed afterwards.
- * Ownership: this object owns the mappings; {@link #close()} unmaps them.
+ * as every rank has mapped it: nothing is left in /dev/shm even if a process is killed afterwards. A
+ * creator killed before that leaves its file behind; the next {@link #create} removes such stale files
+ * (see {@link #sweepStale}).
+ * Ownership: this object owns the mappings; {@link #close()} unmaps them, after which every method that
+ * other threads may call concurrently ({@link #abort}, {@link #isAborted}) is a no-op instead of a
+ * read of unmapped memory.
  */
 final class ShmSegment implements AutoCloseable {
   static final long MAGIC = 0x5350_4b43_4f4d_4d53L; // "SPKCOMMS"
@@ -43,6 +50,9 @@ final class ShmSegment implements AutoCloseable {
   static final int DESC_OFFSET = 4096;   // in a control block: two descriptors of DESC_BYTES
   static final int DESC_BYTES = 1024;
   static final int PID_OFFSET = 6144;
+  static final int DETACHED_OFFSET = PID_OFFSET + 8; // int: 1 once the rank closed its communicator
+  static final int CREATOR_PID = 24;      // header: pid of the process that created the file
+  static final int CREATOR_START = 32;    // header: its start time, epoch ms (0 if unknown)
   static final int ABORT_STATE = 64;      // int: 0 ok, 1 reason being written, 2 aborted
   static final int ABORT_RANK = 68;
   static final int ABORT_LEN = 128;
@@ -92,20 +102,25 @@ final class ShmSegment implements AutoCloseable {
 
   /** Rank 0: creates the file (0600, CREATE_NEW, random name), sizes it, writes the header, maps it. */
   static ShmSegment create(int ranks, long stagingBytes) {
+    sweepStale(baseDirectory());
     byte[] token = new byte[16];
     new SecureRandom().nextBytes(token);
     Path p = baseDirectory().resolve("sparkcomms-" + HexFormat.of().formatHex(token));
-    try {
-      Files.createFile(p, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    ProcessHandle me = ProcessHandle.current();
+    ByteBuffer creator = ByteBuffer.allocate(16).order(ByteOrder.nativeOrder())
+        .putLong(me.pid()).putLong(me.info().startInstant().map(Instant::toEpochMilli).orElse(0L)).flip();
+    try (FileChannel ch = FileChannel.open(p, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+        StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
+      // first of all, who created it: a creator killed during the rest of the set-up leaves a file that the
+      // next start can attribute (sweepStale)
+      ch.write(creator, CREATOR_PID);
       p.toFile().deleteOnExit();
-      try (RandomAccessFile raf = new RandomAccessFile(p.toFile(), "rw")) {
-        raf.setLength(totalBytes(ranks, stagingBytes));
-        ShmSegment s = new ShmSegment(p, ranks, stagingBytes, raf.getChannel());
-        s.ctrl.putInt(8, ranks);
-        s.ctrl.putLong(16, stagingBytes);
-        LONGS.setRelease(s.ctrl, 0, MAGIC);
-        return s;
-      }
+      ch.write(ByteBuffer.allocate(1), totalBytes(ranks, stagingBytes) - 1); // size the file
+      ShmSegment s = new ShmSegment(p, ranks, stagingBytes, ch);
+      s.ctrl.putInt(8, ranks);
+      s.ctrl.putLong(16, stagingBytes);
+      LONGS.setRelease(s.ctrl, 0, MAGIC);
+      return s;
     } catch (IOException e) {
       try {
         Files.deleteIfExists(p);
@@ -137,6 +152,55 @@ final class ShmSegment implements AutoCloseable {
     }
   }
 
+  /** A segment file without its creator record this old was left by a creator killed right after creating it. */
+  static final long UNATTRIBUTED_STALE_MILLIS = 5_000;
+
+  /**
+   * Removes segment files whose creator process is gone. A segment's name exists only from its creation
+   * until every rank has mapped it, so a file left behind means its creator was killed in that window.
+   * The creator's pid and start time are the first bytes written to a new file; a file without them
+   * (creator killed microseconds after creating it) counts as stale once {@link #UNATTRIBUTED_STALE_MILLIS}
+   * old. Only files this user can read are considered (others' are 0600). Caveat: processes of another
+   * PID namespace sharing this /dev/shm look dead. Best effort; returns the number of files removed.
+   */
+  static int sweepStale(Path dir) {
+    int removed = 0;
+    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "sparkcomms-*")) {
+      for (Path p : ds) {
+        if (!isStale(p)) continue;
+        try {
+          if (Files.deleteIfExists(p)) removed++;
+        } catch (IOException e) {
+          // another process removed it, or we may not
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // best effort
+    }
+    return removed;
+  }
+
+  /** Whether {@code p} is a segment whose creator process no longer exists (or its pid was reused). */
+  static boolean isStale(Path p) {
+    ByteBuffer h = ByteBuffer.allocate(CREATOR_START + 8).order(ByteOrder.nativeOrder());
+    long ageMillis;
+    try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+      while (h.hasRemaining() && ch.read(h) > 0) {
+        // read the header
+      }
+      ageMillis = System.currentTimeMillis() - Files.getLastModifiedTime(p).toMillis();
+    } catch (IOException | SecurityException e) {
+      return false; // gone, or not ours
+    }
+    long pid = h.position() == h.capacity() ? h.getLong(CREATOR_PID) : 0;
+    if (pid <= 0) return ageMillis > UNATTRIBUTED_STALE_MILLIS;
+    Optional<ProcessHandle> creator = ProcessHandle.of(pid);
+    if (creator.isEmpty() || !creator.get().isAlive()) return true;
+    long start = h.getLong(CREATOR_START);
+    Optional<Instant> actual = creator.get().info().startInstant();
+    return start != 0 && actual.isPresent() && Math.abs(actual.get().toEpochMilli() - start) > 1000; // pid reused
+  }
+
   Path path() { return path; }
   int ranks() { return ranks; }
   long stagingBytes() { return stagingBytes; }
@@ -159,10 +223,19 @@ final class ShmSegment implements AutoCloseable {
 
   void writePid(int rank, long pid) { ctrl.putLong(ctrlBase(rank) + PID_OFFSET, pid); }
 
+  /** Marks {@code rank} as gone (it closed its communicator): peers waiting for it stop waiting. */
+  void markDetached(int rank) { INTS.setRelease(ctrl, ctrlBase(rank) + DETACHED_OFFSET, 1); }
+
+  boolean isDetached(int rank) { return (int) INTS.getAcquire(ctrl, ctrlBase(rank) + DETACHED_OFFSET) != 0; }
+
   // ------------------------------------------------------------------ abort state in the header
 
-  /** Records the first abort reason; later calls keep the first. Returns true if this call won. */
-  boolean abort(int rank, String reason) {
+  /**
+   * Records the first abort reason; later calls keep the first. Returns true if this call won. Does
+   * nothing once closed: another thread may abort while the owner closes.
+   */
+  synchronized boolean abort(int rank, String reason) {
+    if (closed) return false;
     if (!INTS.compareAndSet(ctrl, ABORT_STATE, 0, 1)) return false;
     byte[] b = reason.getBytes(StandardCharsets.UTF_8);
     int n = Math.min(b.length, ABORT_TEXT_MAX);
@@ -173,10 +246,11 @@ final class ShmSegment implements AutoCloseable {
     return true;
   }
 
-  boolean isAborted() { return (int) INTS.getAcquire(ctrl, ABORT_STATE) != 0; }
+  synchronized boolean isAborted() { return !closed && (int) INTS.getAcquire(ctrl, ABORT_STATE) != 0; }
 
   /** The abort reason; waits briefly for a reason still being written. */
-  String abortReason() {
+  synchronized String abortReason() {
+    if (closed) return "communicator closed";
     long until = System.nanoTime() + 50_000_000L;
     while ((int) INTS.getAcquire(ctrl, ABORT_STATE) == 1 && System.nanoTime() < until) Thread.onSpinWait();
     if ((int) INTS.getAcquire(ctrl, ABORT_STATE) != 2) return "communicator aborted (reason not recorded)";

@@ -1,6 +1,7 @@
 package io.sparkcomms.collectives.host;
 
 import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommTimeoutException;
 import java.time.Duration;
 import java.util.Optional;
@@ -19,8 +20,13 @@ import java.util.concurrent.locks.LockSupport;
  * grow, so slots never need resetting.
  *
  * <p>Every wait is bounded: it gives up after the communicator's timeout (aborting the communicator so
- * the other ranks stop waiting too), stops as soon as any rank aborted, and checks every
- * {@link #LIVENESS_NANOS} that the awaited peer's process still exists.
+ * the other ranks stop waiting too), stops as soon as any rank aborted, when the awaited peer closed its
+ * communicator, or when the waiting thread is interrupted, and checks every {@link #LIVENESS_NANOS}
+ * that the awaited peer's process still exists.
+ *
+ * <p>A peer's slot can only hold e-1, e or e+1 while this rank waits at epoch e (the peer cannot pass
+ * barrier e+1 before this rank arrives there); any other value means the shared flags were corrupted,
+ * and is an error rather than a barrier that passes without synchronizing.
  */
 final class ShmSignals {
   private static final long LIVENESS_NANOS = 100_000_000L;
@@ -61,12 +67,27 @@ final class ShmSignals {
     int off = ShmSegment.slot(rank, peer);
     long nextLiveness = 0;
     for (int i = 0; ; i++) {
-      if ((long) ShmSegment.LONGS.getAcquire(seg.ctrl, off) >= e) return;
+      long v = (long) ShmSegment.LONGS.getAcquire(seg.ctrl, off);
+      if (v >= e) {
+        if (v > e + 1) corrupted(peer, v, e, what);
+        return;
+      }
       if (i < SPINS) {
         Thread.onSpinWait();
         continue;
       }
+      if (v < e - 1) corrupted(peer, v, e, what);
       if (seg.isAborted()) throw new CommAbortedException("communicator aborted: " + seg.abortReason());
+      if (seg.isDetached(peer) && (long) ShmSegment.LONGS.getAcquire(seg.ctrl, off) < e) {
+        String msg = "rank " + peer + " closed its communicator while rank " + rank + " waits for it in " + what;
+        seg.abort(rank, msg);
+        throw new CommAbortedException("communicator aborted: rank " + rank + ": " + msg);
+      }
+      if (Thread.currentThread().isInterrupted()) {
+        String msg = "rank " + rank + " was interrupted while waiting for rank " + peer + " in " + what;
+        seg.abort(rank, msg);
+        throw new CommAbortedException("communicator aborted: " + msg);
+      }
       long now = System.nanoTime();
       if (now - deadline > 0) {
         String msg = "rank " + rank + " timed out after " + timeoutNanos / 1_000_000 + " ms waiting for rank "
@@ -81,6 +102,13 @@ final class ShmSignals {
       if (i < SPINS + YIELDS) Thread.yield();
       else LockSupport.parkNanos(50_000);
     }
+  }
+
+  private void corrupted(int peer, long v, long e, String what) {
+    String msg = "rank " + rank + ": the barrier flag of rank " + peer + " holds epoch " + v + " while this rank is at epoch "
+        + e + " in " + what + ": the shared segment was corrupted";
+    seg.abort(rank, msg);
+    throw new CommException(msg);
   }
 
   private void checkAlive(int peer, String what) {

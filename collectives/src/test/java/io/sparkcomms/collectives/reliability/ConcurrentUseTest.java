@@ -1,0 +1,222 @@
+package io.sparkcomms.collectives.reliability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommMismatchException;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.RankGroup;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Work;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One communicator used from several threads of one rank. Finding: calls are serialized by the
+ * communicator (each call is atomic; the k-th call of a rank meets the k-th call of every other rank,
+ * whichever thread made it). So threads sharing a communicator must agree on the order themselves: the
+ * same kind of call from two threads pairs up arbitrarily but correctly; different kinds raise
+ * CommMismatchException on the ranks that met them, and the communicator stays usable.
+ *
+ * <p>Reentrancy: the host backend's {@link Work} has no completion callbacks, so a collective cannot be
+ * called from inside one; the reentrant patterns that exist — a sync call while async calls are pending,
+ * abort() from another thread during a call, an interrupt, close() racing abort() — are tested here.
+ */
+class ConcurrentUseTest {
+  static CommOptions opts(long timeoutMs) {
+    return CommOptions.builder().backend(CommOptions.Backend.HOST).stagingBytes(64 << 10)
+        .timeout(Duration.ofMillis(timeoutMs)).build();
+  }
+
+  /** Runs body(rank, thread) on T threads per rank at once; returns the results by [rank][thread]. */
+  private static Object[][] threads(RankGroup g, int perRank, java.util.function.BiFunction<Integer, Integer, Object> body) {
+    Object[][] res = new Object[g.size()][perRank];
+    List<Thread> ts = new ArrayList<>();
+    for (int r = 0; r < g.size(); r++) {
+      for (int t = 0; t < perRank; t++) {
+        final int rank = r, th = t;
+        Thread x = new Thread(() -> {
+          try {
+            res[rank][th] = body.apply(rank, th);
+          } catch (Throwable e) {
+            res[rank][th] = e;
+          }
+        });
+        ts.add(x);
+        x.start();
+      }
+    }
+    for (Thread x : ts) {
+      try {
+        x.join(120_000);
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+      assertTrue(!x.isAlive(), "a thread hangs");
+    }
+    return res;
+  }
+
+  @Test
+  void twoThreadsMakingTheSameCallsOnOneCommunicatorAreSerializedAndPairedConsistently() {
+    int calls = 300;
+    try (RankGroup g = new RankGroup(2, opts(20_000))) {
+      // rank 0 thread t contributes t+1, rank 1 thread t contributes 10*(t+1): the sum names both threads
+      Object[][] res = threads(g, 2, (r, t) -> {
+        List<String> pairs = new ArrayList<>();
+        Communicator c = g.comm(r);
+        for (int i = 0; i < calls; i++) {
+          float[] x = new float[20_000]; // 80 KB: two chunks through the 64 KB staging area
+          Arrays.fill(x, (t + 1) * (r == 0 ? 1 : 10));
+          if (t == 1 && i % 2 == 0) c.allReduceAsync(HostTensor.of(x), HostTensor.of(x), ReduceOp.SUM).waitFor();
+          else c.allReduce(HostTensor.of(x), ReduceOp.SUM);
+          for (float v : x) if (v != x[0]) return "torn result " + Arrays.toString(Arrays.copyOf(x, 8));
+          int s = (int) x[0], t0 = s % 10 - 1, t1 = s / 10 - 1;
+          if ((r == 0 ? t0 : t1) != t) return "paired with the wrong own thread: " + s;
+          if (t0 < 0 || t0 > 1 || t1 < 0 || t1 > 1) return "impossible sum " + s;
+          pairs.add(t0 + "" + t1);
+        }
+        return pairs;
+      });
+      Map<String, Integer> seen0 = new HashMap<>(), seen1 = new HashMap<>();
+      for (int t = 0; t < 2; t++) {
+        assertInstanceOf(List.class, res[0][t], String.valueOf(res[0][t]));
+        assertInstanceOf(List.class, res[1][t], String.valueOf(res[1][t]));
+        for (Object p : (List<?>) res[0][t]) seen0.merge((String) p, 1, Integer::sum);
+        for (Object p : (List<?>) res[1][t]) seen1.merge((String) p, 1, Integer::sum);
+      }
+      assertEquals(seen0, seen1, "both ranks must see the same pairings");
+      assertEquals(2 * calls, seen0.values().stream().mapToInt(Integer::intValue).sum());
+    }
+  }
+
+  @Test
+  void twoThreadsMakingDifferentCallsGetCorrectResultsOrAMismatchNeverAHang() {
+    int calls = 200;
+    try (RankGroup g = new RankGroup(2, opts(20_000))) {
+      Object[][] res = threads(g, 2, (r, t) -> {
+        Communicator c = g.comm(r);
+        int ok = 0, mismatches = 0;
+        for (int i = 0; i < calls; i++) {
+          try {
+            if (t == 0) {
+              float[] x = {r + 1, r + 1};
+              c.allReduce(HostTensor.of(x), ReduceOp.SUM);
+              if (x[0] != 3 || x[1] != 3) return "wrong allReduce " + Arrays.toString(x);
+            } else {
+              float[] in = {r + 1}, out = new float[2];
+              c.allGather(HostTensor.of(in), HostTensor.of(out));
+              if (out[0] != 1 || out[1] != 2) return "wrong allGather " + Arrays.toString(out);
+            }
+            ok++;
+          } catch (CommMismatchException e) {
+            mismatches++;
+          }
+        }
+        return new int[] {ok, mismatches};
+      });
+      int mis0 = 0, mis1 = 0;
+      for (int t = 0; t < 2; t++) {
+        assertInstanceOf(int[].class, res[0][t], String.valueOf(res[0][t]));
+        assertInstanceOf(int[].class, res[1][t], String.valueOf(res[1][t]));
+        mis0 += ((int[]) res[0][t])[1];
+        mis1 += ((int[]) res[1][t])[1];
+      }
+      assertEquals(mis0, mis1, "a mismatch raises on both ranks of the pair");
+      PauseCorruptDetachTest.stillWorks(g);
+    }
+  }
+
+  @Test
+  void aSyncCallWhileAsyncCallsArePendingRunsAfterThem() {
+    try (RankGroup g = new RankGroup(3, opts(20_000))) {
+      List<Object> res = g.run(r -> {
+        Communicator c = g.comm(r);
+        float[][] xs = new float[5][];
+        List<Work> ws = new ArrayList<>();
+        for (int k = 0; k < 5; k++) {
+          xs[k] = new float[1 + k * 20_000];
+          Arrays.fill(xs[k], k + r);
+          ws.add(c.allReduceAsync(HostTensor.of(xs[k]), HostTensor.of(xs[k]), ReduceOp.SUM));
+        }
+        double[] y = {r};
+        c.allReduce(HostTensor.of(y), ReduceOp.MAX); // waits for the five async calls first
+        for (Work w : ws) if (!w.isCompleted()) return "async call not completed before the sync one returned";
+        for (int k = 0; k < 5; k++) if (xs[k][xs[k].length - 1] != 3 * k + 3) return "wrong async result " + k;
+        return y[0] == 2 ? "ok" : "wrong " + y[0];
+      });
+      res.forEach(o -> assertEquals("ok", o));
+    }
+  }
+
+  @Test
+  void abortFromAnotherThreadWakesTheCallOnThisRank() {
+    try (RankGroup g = new RankGroup(2, opts(60_000))) {
+      Thread aborter = new Thread(() -> {
+        PauseCorruptDetachTest.sleep(300);
+        g.comm(0).abort("aborted by a watchdog thread");
+      });
+      aborter.start();
+      long t0 = System.nanoTime();
+      RuntimeException e = assertThrows(CommAbortedException.class,
+          () -> g.comm(0).allReduce(HostTensor.of(new float[8]), ReduceOp.SUM)); // rank 1 never calls
+      assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 5_000);
+      assertTrue(e.getMessage().contains("watchdog"), e.getMessage());
+      PauseCorruptDetachTest.join(aborter);
+      RuntimeException e1 = assertThrows(CommAbortedException.class, () -> g.comm(1).barrier());
+      assertTrue(e1.getMessage().contains("watchdog"), e1.getMessage());
+    }
+  }
+
+  @Test
+  void anInterruptedWaitAbortsPromptlyInsteadOfSpinningUntilTheTimeout() throws Exception {
+    try (RankGroup g = new RankGroup(2, opts(60_000))) {
+      Object[] got = new Object[1];
+      Thread caller = new Thread(() -> {
+        try {
+          g.comm(0).allReduce(HostTensor.of(new float[8]), ReduceOp.SUM); // rank 1 never calls
+          got[0] = "returned";
+        } catch (RuntimeException e) {
+          got[0] = e;
+        }
+        got[0] = new Object[] {got[0], Thread.currentThread().isInterrupted()};
+      });
+      caller.start();
+      Thread.sleep(300);
+      long t0 = System.nanoTime();
+      caller.interrupt();
+      caller.join(10_000);
+      assertTrue(!caller.isAlive(), "an interrupted rank keeps waiting");
+      assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 2_000);
+      Object[] r = (Object[]) got[0];
+      assertInstanceOf(CommAbortedException.class, r[0]);
+      assertTrue(((Exception) r[0]).getMessage().contains("interrupted"), ((Exception) r[0]).getMessage());
+      assertEquals(true, r[1], "the interrupt status is kept");
+      RuntimeException e1 = assertThrows(CommAbortedException.class, () -> g.comm(1).barrier());
+      assertTrue(e1.getMessage().contains("interrupted"), e1.getMessage());
+    }
+  }
+
+  @Test
+  void abortAndIsAbortedRacingCloseNeverTouchUnmappedMemory() throws Exception {
+    // in a child JVM: before the fix this crashed the JVM with SIGSEGV within a few hundred iterations
+    Process p = new ProcessBuilder(ShmProbe.javaBinary(), "-Xmx128m", "-cp", System.getProperty("java.class.path"),
+        AbortCloseRaceMain.class.getName(), "3000").redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS));
+    assertEquals(0, p.exitValue(), out.length() > 2000 ? out.substring(0, 2000) : out);
+    assertTrue(out.contains("OK 3000"), out);
+  }
+}

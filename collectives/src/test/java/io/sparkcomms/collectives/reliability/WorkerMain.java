@@ -1,0 +1,139 @@
+package io.sparkcomms.collectives.reliability;
+
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.CollectiveChecker;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.Comms;
+import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.SplittableRandom;
+
+/**
+ * A long-lived rank process for fault-injection trials: JVM start-up is paid once, and every trial
+ * builds a fresh communicator from a fresh rendezvous directory. Commands on stdin, one per line:
+ *
+ * <pre>
+ * RUN id dir rank size KIND ALGO seed timeoutMs stagingBytes maxElems calls
+ *     KIND: ALL_REDUCE ALL_GATHER REDUCE_SCATTER ALL_TO_ALL BROADCAST BARRIER; calls &lt; 0: until failure
+ * EXIT
+ * </pre>
+ *
+ * Events on stdout: {@code READY pid}, {@code SEG id path} (the segment rank 0 published),
+ * {@code CREATED id}, {@code WRONG id detail}, {@code DONE id calls}, {@code FAIL id Exception message}.
+ * The process exits when its parent dies or stdin closes, so a crashed runner leaves no workers.
+ */
+public final class WorkerMain {
+  private WorkerMain() {}
+
+  private static PrintStream out;
+
+  public static void main(String[] args) throws Exception {
+    out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    startOrphanWatchdog();
+    out.println("READY " + ProcessHandle.current().pid());
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) {
+      String[] a = line.trim().split(" ");
+      if (a[0].equals("EXIT")) break;
+      if (a[0].equals("RUN")) run(a);
+    }
+    System.exit(0);
+  }
+
+  /** Halts when the parent process is gone (a worker blocked in a trial does not read stdin). */
+  static void startOrphanWatchdog() {
+    ProcessHandle parent = ProcessHandle.current().parent().orElse(null);
+    if (parent == null) return;
+    Thread t = new Thread(() -> {
+      while (parent.isAlive()) {
+        try {
+          Thread.sleep(500);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      Runtime.getRuntime().halt(9);
+    }, "orphan-watchdog");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  private static void run(String[] a) {
+    String id = a[1];
+    int rank = Integer.parseInt(a[3]);
+    int size = Integer.parseInt(a[4]);
+    Collective kind = Collective.valueOf(a[5]);
+    Algorithm algo = Algorithm.valueOf(a[6]);
+    long seed = Long.parseLong(a[7]);
+    Duration timeout = Duration.ofMillis(Long.parseLong(a[8]));
+    long staging = Long.parseLong(a[9]);
+    int maxElems = Integer.parseInt(a[10]);
+    long calls = Long.parseLong(a[11]);
+    Communicator c = null;
+    long i = 0;
+    try {
+      CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).algorithm(algo)
+          .stagingBytes(staging).timeout(timeout).build();
+      Rendezvous rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
+      c = Comms.create(rv, o);
+      out.println("CREATED " + id + " ok");
+      CollectiveChecker ck = new CollectiveChecker(c, seed);
+      SplittableRandom rnd = new SplittableRandom(seed);
+      boolean lp = algo == Algorithm.LP;
+      int reported = 0;
+      for (; calls < 0 || i < calls; i++) {
+        String what = CallMix.call(ck, c, kind, lp, rnd, maxElems);
+        if (ck.failures().size() > reported) {
+          out.println("WRONG " + id + " call " + i + " " + what + ": " + ck.failures().get(reported));
+          reported = ck.failures().size();
+        }
+      }
+      out.println("DONE " + id + " " + i);
+    } catch (Throwable t) {
+      String m = String.valueOf(t.getMessage()).replace('\n', ' ');
+      out.println("FAIL " + id + " " + t.getClass().getSimpleName() + " after " + i + " calls: " + m);
+    } finally {
+      if (c != null) c.close();
+    }
+  }
+
+  /** Reports the segment path that rank 0 publishes in the first rendezvous round. */
+  private static final class Recording implements Rendezvous {
+    private final Rendezvous in;
+    private final String id;
+    private boolean first = true;
+
+    Recording(Rendezvous in, String id) {
+      this.in = in;
+      this.id = id;
+    }
+
+    @Override public int rank() { return in.rank(); }
+    @Override public int size() { return in.size(); }
+    @Override public String describe() { return in.describe(); }
+
+    @Override public byte[][] allGather(byte[] mine, Duration timeout) {
+      if (first && in.rank() == 0) report(mine);
+      byte[][] all = in.allGather(mine, timeout);
+      if (first && in.rank() != 0) report(all[0]);
+      first = false;
+      return all;
+    }
+
+    private void report(byte[] rank0) {
+      String s = new String(rank0, StandardCharsets.UTF_8);
+      int ok = s.indexOf("\nOK ");
+      if (ok >= 0) out.println("SEG " + id + " " + s.substring(ok + 4).trim());
+    }
+  }
+}
