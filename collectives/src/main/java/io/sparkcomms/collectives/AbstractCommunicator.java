@@ -137,6 +137,7 @@ public abstract class AbstractCommunicator implements Communicator {
       default:
         break;
     }
+    if (out instanceof HostTensor h && !h.isWritable()) return name + ": the output buffer is read-only";
     return checkTensors(kind, in, out);
   }
 

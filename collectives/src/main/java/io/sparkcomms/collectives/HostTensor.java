@@ -58,6 +58,9 @@ public final class HostTensor implements Tensor {
   @Override public long count() { return count; }
   @Override public boolean isDevice() { return false; }
 
+  /** False for a tensor over a read-only buffer: it cannot be a collective's output. */
+  public boolean isWritable() { return buffer == null || !buffer.isReadOnly(); }
+
   /** The backing array, or null for a buffer tensor. */
   public Object array() { return array; }
 

@@ -108,6 +108,15 @@ class FailureTest {
         g.comm(r).broadcast(HostTensor.of(new float[4]), r == 0 ? 7 : 0);
         return null;
       });
+      // a read-only output buffer on rank 0
+      res = everyRankThrows(g, r -> {
+        java.nio.ByteBuffer out = java.nio.ByteBuffer.allocateDirect(16);
+        g.comm(r).allReduce(HostTensor.of(new float[4]), HostTensor.wrap(r == 0 ? out.asReadOnlyBuffer() : out, io.sparkcomms.collectives.DataType.FLOAT32), ReduceOp.SUM);
+        return null;
+      });
+      assertInstanceOf(IllegalArgumentException.class, res.get(0));
+      assertTrue(((Exception) res.get(0)).getMessage().contains("read-only"), ((Exception) res.get(0)).getMessage());
+      assertInstanceOf(CommMismatchException.class, res.get(1));
       // allToAll count not divisible by size
       everyRankThrows(g, r -> {
         g.comm(r).allToAll(HostTensor.of(new float[4]), HostTensor.of(new float[4]));
