@@ -93,8 +93,8 @@ public final class VectorSumBenchmark {
     System.out.printf("  treeAggregate (depth %d)         median %.3f s   all %s%n", depth, r.treeAggregateSeconds(), fmt(tTheirs));
     System.out.printf("  speed-up %.2fx; max |difference| %.3g%n", r.treeAggregateSeconds() / r.allReduceSeconds(), diff);
     System.out.printf("  of which rank 0's row summing + allReduce: median %.3f s   all %s%n", r.inTaskSeconds(), fmt(tInTask));
-    System.out.println("  (the rest of the allReduce path is Spark scheduling and the communicator setup: two Spark barrier");
-    System.out.println("   syncs, each polled by BarrierTaskContext once a second)");
+    System.out.println("  (the rest of the allReduce path is Spark scheduling of the barrier stage and the communicator");
+    System.out.println("   setup: a rendezvous over the plugin's RPC channel, tens of milliseconds)");
     data.unpersist();
     return r;
   }

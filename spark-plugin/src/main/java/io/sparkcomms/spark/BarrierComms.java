@@ -3,11 +3,15 @@ package io.sparkcomms.spark;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
+import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.util.TaskFailureListener;
 import org.slf4j.Logger;
@@ -25,8 +29,12 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p>Lifecycle: the first call in a task builds the communicator, collectively over every task of
- * the barrier stage (each must call it) through a {@link SparkBarrierRendezvous}, on this executor's
- * GPU when there is one and the GPU backend is available, else on the host backend. Later calls in
+ * the barrier stage (each must call it), on this executor's GPU when there is one and the GPU
+ * backend is available, else on the host backend. The tasks meet through a {@link PluginRendezvous}
+ * (the plugin's RPC channel to the driver, a few milliseconds per round, no Spark barrier sync) when
+ * the executor runs {@link SparkCommsPlugin}, else through a {@link SparkBarrierRendezvous} (Spark's
+ * {@code BarrierTaskContext.allGather}, about a second per round); {@code spark.sparkcomms.rendezvous}
+ * chooses ({@link SparkCommsConf#RENDEZVOUS}). Later calls in
  * the same task return the same communicator. It is cached per (stage, stage attempt, partition):
  * a retried stage attempt gets a fresh one. When the task ends it is closed and its statistics go to
  * {@link SparkCommsMetrics}; when the task fails it is aborted first, so peers stop waiting at once.
@@ -41,6 +49,10 @@ public final class BarrierComms {
   private record Key(int stageId, int stageAttempt, int partition) {}
 
   private static final Map<Key, Communicator> CACHE = new ConcurrentHashMap<>();
+  /** Rendezvous built so far per task attempt: the group token of the next one (tasks build them in the same order). */
+  private static final Map<Key, Integer> GROUPS = new ConcurrentHashMap<>();
+  private static final AtomicBoolean WARNED_SLOW = new AtomicBoolean();
+  private static final Map<Key, Rendezvous> RENDEZVOUS = new ConcurrentHashMap<>();
 
   private BarrierComms() {}
 
@@ -64,20 +76,27 @@ public final class BarrierComms {
   /** Communicators currently open in this JVM (for tests and diagnostics). */
   static int openCount() { return CACHE.size(); }
 
+  /** How the current barrier task's communicator was rendezvoused ({@link Rendezvous#describe}), if built (tests). */
+  static Optional<String> rendezvousOfCurrentTask() {
+    return Optional.ofNullable(RENDEZVOUS.get(key(requireBarrierTask()))).map(Rendezvous::describe);
+  }
+
   private static Communicator create(BarrierTaskContext ctx, CommOptions options) {
     Key key = key(ctx);
     long t0 = System.nanoTime();
     int device = ExecutorGpu.currentOrdinal();
-    SparkBarrierRendezvous rv = new SparkBarrierRendezvous(ctx);
+    Rendezvous rv = rendezvous(ctx, key);
     Communicator comm;
     try {
       comm = Comms.create(rv, options, device);
     } catch (RuntimeException e) {
+      if (rv instanceof PluginRendezvous p) p.abort("building the communicator failed on this rank: " + e);
       rv.close();
       throw e;
     }
     long setup = System.nanoTime() - t0;
     CACHE.put(key, comm);
+    RENDEZVOUS.put(key, rv);
     SparkCommsMetrics.current().ifPresent(m -> m.recordSetup(setup));
     ctx.addTaskFailureListener((TaskFailureListener) (tc, error) -> comm.abort("barrier task " + key + " failed: " + error));
     ctx.addTaskCompletionListener((TaskCompletionListener) tc -> release(key, comm, rv));
@@ -86,8 +105,32 @@ public final class BarrierComms {
     return comm;
   }
 
-  private static void release(Key key, Communicator comm, SparkBarrierRendezvous rv) {
+  /** The plugin RPC rendezvous when the plugin runs in this executor (and the conf allows it), else the barrier one. */
+  private static Rendezvous rendezvous(BarrierTaskContext ctx, Key key) {
+    SparkCommsConf.RendezvousMode mode = SparkCommsConf.of(SparkEnv.get().conf()).rendezvous();
+    Optional<PluginContext> channel = SparkCommsExecutorPlugin.driverChannel();
+    if (mode != SparkCommsConf.RendezvousMode.BARRIER && channel.isPresent()) {
+      boolean first = !GROUPS.containsKey(key);
+      int group = GROUPS.merge(key, 1, Integer::sum) - 1;
+      if (first) ctx.addTaskCompletionListener((TaskCompletionListener) tc -> GROUPS.remove(key));
+      return PluginRendezvous.forTask(ctx, channel.get(), group);
+    }
+    if (mode == SparkCommsConf.RendezvousMode.RPC) {
+      throw new IllegalStateException("BarrierComms: " + SparkCommsConf.RENDEZVOUS.key() + "=rpc needs the sparkcomms "
+          + "plugin in this executor (spark.plugins=" + SparkCommsPlugin.class.getName() + ")");
+    }
+    if (mode == SparkCommsConf.RendezvousMode.AUTO && WARNED_SLOW.compareAndSet(false, true)) {
+      LOG.warn("sparkcomms: the plugin is not loaded in this executor (spark.plugins={}), so communicators meet "
+          + "through BarrierTaskContext.allGather, about a second per round instead of milliseconds. Add "
+          + "spark.plugins={} for the fast rendezvous.", SparkEnv.get().conf().get("spark.plugins", ""),
+          SparkCommsPlugin.class.getName());
+    }
+    return new SparkBarrierRendezvous(ctx);
+  }
+
+  private static void release(Key key, Communicator comm, Rendezvous rv) {
     CACHE.remove(key, comm);
+    RENDEZVOUS.remove(key, rv);
     try {
       SparkCommsMetrics.current().ifPresent(m -> m.recordStats(comm.stats()));
       comm.close();

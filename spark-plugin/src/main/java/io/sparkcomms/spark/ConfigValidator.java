@@ -40,6 +40,7 @@ public final class ConfigValidator {
     tryParse(out, () -> sc.commOptions());
     tryParse(out, sc::numaAffinity);
     tryParse(out, sc::gpuClaimCheckInterval);
+    tryParse(out, sc::rendezvous);
     return out;
   }
 

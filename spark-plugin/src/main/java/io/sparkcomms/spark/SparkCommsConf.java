@@ -47,6 +47,8 @@ public final class SparkCommsConf {
       "Bind each executor process to the CPUs of its GPU's NUMA node (sysfs `local_cpulist`, applied with `taskset`). Logged either way.");
   public static final Entry GPU_CLAIM_CHECK_INTERVAL = entry("gpuClaimCheckInterval", "5s",
       "How often an executor re-checks its GPU claim with the driver. An executor whose GPU another executor of its host also claims logs why and exits.");
+  public static final Entry RENDEZVOUS = entry("rendezvous", "auto",
+      "How the tasks of a barrier stage meet to build a communicator: `auto` (over the plugin's RPC channel, a few milliseconds per round, when `spark.plugins` loads SparkCommsPlugin; else `barrier`), `rpc` (the plugin's RPC channel; an error without the plugin) or `barrier` (Spark's `BarrierTaskContext.allGather`, about a second per round: Spark polls its barrier coordinator once a second).");
   public static final Entry BACKEND = entry("backend", "auto",
       "Communicator backend: `auto` (GPU when available, else host), `host` or `gpu`. Env: `SPARKCOMMS_BACKEND`.");
   public static final Entry ALGO = entry("algo", "auto",
@@ -131,6 +133,13 @@ public final class SparkCommsConf {
 
   public Duration gpuClaimCheckInterval() {
     return duration(GPU_CLAIM_CHECK_INTERVAL, raw(GPU_CLAIM_CHECK_INTERVAL).orElse(GPU_CLAIM_CHECK_INTERVAL.defaultValue()));
+  }
+
+  /** How barrier tasks meet ({@link #RENDEZVOUS}). */
+  public enum RendezvousMode { AUTO, RPC, BARRIER }
+
+  public RendezvousMode rendezvous() {
+    return enumValue(RENDEZVOUS, RendezvousMode.class, raw(RENDEZVOUS).filter(s -> !s.isEmpty()).orElse(RENDEZVOUS.defaultValue()));
   }
 
   /** Communicator options layered over the current process environment. */

@@ -13,7 +13,8 @@ import org.slf4j.LoggerFactory;
  * The executor side of {@link SparkCommsPlugin}. Lifecycle, one instance per executor JVM:
  *
  * <ol>
- *   <li>{@link #init}: installs {@link SparkCommsMetrics}; finds the executor's GPU in its resources
+ *   <li>{@link #init}: installs {@link SparkCommsMetrics} and its {@link PluginContext} as this JVM's
+ *       channel to the driver plugin (the RPC rendezvous of {@link BarrierComms} uses it); finds the executor's GPU in its resources
  *       (none: the host backend is used and nothing else happens); claims it with the driver, binds it
  *       once (an unusable or contested GPU throws, so the executor exits at start with the reason in
  *       its log instead of lingering); optionally binds the process to the GPU's NUMA-local CPUs;
@@ -27,6 +28,9 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
   /** Exit status of an executor whose GPU another executor of its host also holds. */
   static final int EXIT_GPU_CONFLICT = 61;
 
+  /** The executor plugin's context of this JVM, for the RPC rendezvous; null without the plugin. */
+  private static volatile PluginContext driverChannel;
+
   private PluginContext ctx;
   private SparkCommsMetrics metrics;
   private ExecutorGpu gpu;
@@ -39,6 +43,7 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
     all.putAll(extraConf);
     SparkCommsConf conf = SparkCommsConf.of(all);
     metrics = SparkCommsMetrics.install(ctx.metricRegistry());
+    driverChannel = ctx;
     String host = ExecutorHost.of(ctx);
     Optional<ExecutorGpu> found = ExecutorGpu.fromResources(ctx.resources(), conf.resourceName(), host, ctx.executorID());
     if (found.isEmpty()) {
@@ -87,7 +92,14 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
       ExecutorGpu.uninstall(gpu);
     }
     if (metrics != null) SparkCommsMetrics.uninstall(metrics);
+    if (driverChannel == ctx) driverChannel = null;
   }
+
+  /**
+   * The channel to the driver plugin ({@code PluginContext.ask}) of this executor JVM, when the
+   * plugin is loaded (empty, for example, when {@code spark.plugins} does not name it).
+   */
+  static Optional<PluginContext> driverChannel() { return Optional.ofNullable(driverChannel); }
 
   private void claim(ExecutorGpu g) {
     GpuClaimProtocol.Reply reply;

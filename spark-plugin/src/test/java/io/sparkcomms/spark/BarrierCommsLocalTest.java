@@ -82,6 +82,36 @@ class BarrierCommsLocalTest {
     }
   }
 
+  @Test void tasksMeetOverThePluginRpc() {
+    List<String> out = BarrierJobs.collect(fourPartitions(), String.class, it -> {
+      long t0 = System.nanoTime();
+      Communicator comm = BarrierComms.get();
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      return List.of(comm.rank() + " " + BarrierComms.rendezvousOfCurrentTask().orElseThrow() + " setup " + ms + " ms").iterator();
+    });
+    assertEquals(4, out.size());
+    for (String s : out) assertTrue(s.contains("plugin RPC rendezvous"), out.toString());
+  }
+
+  @Test void aRankThatDiesBeforeTheRendezvousStopsItsPeersAtOnce() {
+    long t0 = System.nanoTime();
+    List<String> out = BarrierJobs.collectRetriable(fourPartitions(), String.class, it -> {
+      int p = it.next();
+      TaskContext tc = TaskContext.get();
+      if (tc.stageAttemptNumber() == 0 && p == 0) throw new IllegalStateException("rank 0 dies before BarrierComms.get()");
+      double[] v = {1};
+      BarrierComms.get().allReduce(HostTensor.of(v), ReduceOp.SUM);
+      return List.of("attempt " + tc.stageAttemptNumber() + " sum " + v[0]).iterator();
+    });
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    assertEquals(4, out.size());
+    for (String s : out) assertTrue(s.endsWith("sum 4.0") && !s.startsWith("attempt 0"), out.toString());
+    // The peers waiting in attempt 0's rendezvous hold the 4 slots the retry needs: had they waited for
+    // the 20 s timeout, the job would take longer.
+    assertTrue(ms < 15_000, "the retried job took " + ms + " ms");
+    assertEquals(0, BarrierComms.openCount());
+  }
+
   @Test void outsideABarrierStageIsAClearError() {
     IllegalStateException onDriver = assertThrows(IllegalStateException.class, BarrierComms::get);
     assertTrue(onDriver.getMessage().contains("outside any Spark task"), onDriver.getMessage());

@@ -81,6 +81,34 @@ class LocalClusterTest {
     }
   }
 
+  /** The plugin RPC rendezvous between executor processes, over authenticated Spark RPC. */
+  @Test @Timeout(150) void rpcRendezvousWithSparkAuthenticate() {
+    SparkConf conf = cluster("local-cluster[3,1,1024]", 3, "sparkcomms-rpc-auth")
+        .set("spark.authenticate", "true")
+        .set("spark.authenticate.secret", "sparkcomms-test-secret");
+    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+      for (int job = 0; job < 2; job++) {                        // two stages: the second meets a clean registry
+        List<String> out = BarrierJobs.collect(sc.parallelize(List.of(0, 1, 2), 3), String.class, it -> {
+          int p = it.next();
+          long t0 = System.nanoTime();
+          Communicator comm = BarrierComms.get();
+          long ms = (System.nanoTime() - t0) / 1_000_000;
+          double[] v = new double[100_000];
+          Arrays.fill(v, p + 1);
+          comm.allReduce(HostTensor.of(v), ReduceOp.SUM);
+          return List.of(comm.rank() + "/" + comm.size() + " " + v[0] + " " + v[v.length - 1] + " | "
+              + BarrierComms.rendezvousOfCurrentTask().orElseThrow() + " | setup " + ms + " ms").iterator();
+        });
+        System.out.println("rpcRendezvousWithSparkAuthenticate: " + out);
+        assertEquals(3, out.size());
+        for (int r = 0; r < 3; r++) {
+          assertTrue(out.get(r).startsWith(r + "/3 6.0 6.0 | "), out.get(r));
+          assertTrue(out.get(r).contains("plugin RPC rendezvous"), out.get(r));
+        }
+      }
+    }
+  }
+
   @Test @Timeout(150) void eachExecutorOwnsADistinctGpu() throws Exception {
     Path discovery = dir.resolve("two-gpus.sh");
     Files.writeString(discovery, "#!/usr/bin/env bash\n"
