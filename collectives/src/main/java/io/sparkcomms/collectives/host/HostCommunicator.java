@@ -262,14 +262,12 @@ public final class HostCommunicator extends AbstractCommunicator {
     int es = c.dtype().size();
     long count = c.count();
     int kmax = staging / es;
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       if (problem == null) in.copyTo(off, k, inputs[rank], 0);
       sync(c, problem, first);
       reduceInto(c.dtype(), c.op(), inputs, zeroOffsets, k, out, off);
       end(c);
-    }
+    });
   }
 
   private void treeAllReduce(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
@@ -277,9 +275,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     long count = c.count();
     int kmax = staging / es;
     int[] offs = new int[size];
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       if (problem == null) in.copyTo(off, k, inputs[rank], 0);
       sync(c, problem, first);
       // reduce-scatter: this rank reduces its slice from every peer into its result area
@@ -293,6 +289,23 @@ public final class HostCommunicator extends AbstractCommunicator {
         out.copyFrom(results[j], aj * es, off + aj, bj - aj);
       }
       end(c);
+    });
+  }
+
+  /** One chunk of a call: elements [off, off + k); {@code first} for the chunk that checks the call. */
+  @FunctionalInterface
+  private interface Chunk {
+    void run(long off, int k, boolean first);
+  }
+
+  /**
+   * Runs {@code body} over [0, count) in chunks of at most {@code kmax} elements — at least once, so
+   * an empty call still passes the first barrier and its descriptor check.
+   */
+  private static void forEachChunk(long count, int kmax, Chunk body) {
+    boolean first = true;
+    for (long off = 0; first || off < count; off += kmax, first = false) {
+      body.run(off, (int) Math.min(kmax, count - off), first);
     }
   }
 
@@ -303,14 +316,12 @@ public final class HostCommunicator extends AbstractCommunicator {
     int es = c.dtype().size();
     long count = c.count();
     int kmax = staging / es;
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       if (problem == null) in.copyTo(off, k, inputs[rank], 0);
       sync(c, problem, first);
       for (int p = 0; p < size; p++) out.copyFrom(inputs[p], 0, p * count + off, k);
       end(c);
-    }
+    });
   }
 
   /** reduceScatter and allToAll: stage one slice per peer, then read ours from everyone. */
@@ -319,9 +330,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     long count = c.count();
     int kmax = Math.max(1, staging / (size * es));
     int[] offs = new int[size];
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       if (problem == null) {
         for (int p = 0; p < size; p++) in.copyTo(p * count + off, k, inputs[rank], p * k * es);
       }
@@ -333,7 +342,7 @@ public final class HostCommunicator extends AbstractCommunicator {
         for (int p = 0; p < size; p++) out.copyFrom(inputs[p], rank * k * es, p * count + off, k);
       }
       end(c);
-    }
+    });
   }
 
   private void broadcast(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
@@ -341,14 +350,12 @@ public final class HostCommunicator extends AbstractCommunicator {
     long count = c.count();
     int kmax = staging / es;
     int root = c.root();
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       if (problem == null && rank == root) in.copyTo(off, k, inputs[rank], 0);
       sync(c, problem, first);
       out.copyFrom(inputs[root], 0, off, k);
       end(c);
-    }
+    });
   }
 
   /** Reduces {@code n} elements from {@code srcs} into {@code out} starting at element {@code to}. */
@@ -422,9 +429,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     int kmax = lpChunk(1);
     while (kmax > 1 && lpRunOffsets(kmax, runOff) > staging) kmax -= Math.max(1, kmax / 64);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       lpRunOffsets(k, runOff);
       if (problem == null) {
         readFloats(in, off, k, fa);
@@ -450,16 +455,14 @@ public final class HostCommunicator extends AbstractCommunicator {
         writeFloats(fb, lj, out, off + a);
       }
       end(c);
-    }
+    });
   }
 
   private void lpAllGather(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
     long count = c.count();
     int kmax = lpChunk(1);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       if (problem == null) {
         readFloats(in, off, k, fa);
         quantizer.quantize(fa, 0, k, inputs[rank], 0);
@@ -470,7 +473,7 @@ public final class HostCommunicator extends AbstractCommunicator {
         writeFloats(fb, k, out, p * count + off);
       }
       end(c);
-    }
+    });
   }
 
   /** LP reduceScatter (dequantize + FP32 sum) and allToAll (dequantize): one quantization. */
@@ -478,9 +481,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     long count = c.count();
     int kmax = lpChunk(size);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    boolean first = true;
-    for (long off = 0; first || off < count; off += kmax, first = false) {
-      int k = (int) Math.min(kmax, count - off);
+    forEachChunk(count, kmax, (off, k, first) -> {
       int run = BlockQuantizer.encodedBytes(k, quantizer.blockSize());
       if (problem == null) {
         for (int p = 0; p < size; p++) {
@@ -503,6 +504,6 @@ public final class HostCommunicator extends AbstractCommunicator {
         }
       }
       end(c);
-    }
+    });
   }
 }
