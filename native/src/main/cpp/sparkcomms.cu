@@ -7,6 +7,7 @@
 #include "gpu/dda_types.cuh"
 #include "gpu/dda_allreduce.cuh"
 #include "gpu/dda_collectives.cuh"
+#include "gpu/dda_alltoallv.cuh"
 #include "gpu/lp_collectives.cuh"
 
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <atomic>
 #include <mutex>
 #include <random>
 #include <string>
@@ -275,6 +277,32 @@ extern "C" int sc_event_destroy(void* event) {
   return SC_OK;
 }
 
+extern "C" int sc_graph_capture_begin(void* stream) {
+  if (!stream) return sc_fail(SC_ERR_INVALID_ARG, "graph capture needs a non-default stream");
+  GPU_TRY(gpuStreamBeginCapture((gpuStream_t)stream));
+  return SC_OK;
+}
+extern "C" int sc_graph_capture_end(void* stream, void** graph_exec) {
+  if (!stream || !graph_exec) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  gpuGraph_t graph = nullptr;
+  GPU_TRY(gpuStreamEndCapture((gpuStream_t)stream, &graph));
+  gpuGraphExec_t exec = nullptr;
+  gpuError_t e = gpuGraphInstantiate(&exec, graph);
+  (void)gpuGraphDestroy(graph);
+  if (e != gpuSuccess) return sc_fail(SC_ERR_RUNTIME, "graph instantiate: %s", gpuGetErrorString(e));
+  *graph_exec = (void*)exec;
+  return SC_OK;
+}
+extern "C" int sc_graph_launch(void* graph_exec, void* stream) {
+  if (!graph_exec) return sc_fail(SC_ERR_INVALID_ARG, "null graph");
+  GPU_TRY(gpuGraphLaunch((gpuGraphExec_t)graph_exec, (gpuStream_t)stream));
+  return SC_OK;
+}
+extern "C" int sc_graph_destroy(void* graph_exec) {
+  if (graph_exec) GPU_TRY(gpuGraphExecDestroy((gpuGraphExec_t)graph_exec));
+  return SC_OK;
+}
+
 __global__ void sc_k_delay(uint64_t ticks) {
   const uint64_t t0 = sc_now_ticks();
   while (sc_now_ticks() - t0 < ticks) {
@@ -321,6 +349,10 @@ struct ScVendor {
   vResult (*Broadcast)(const void*, void*, size_t, int, int, vComm, gpuStream_t) = nullptr;
   vResult (*RedOpCreatePreMulSum)(vOp*, void*, int, int, vComm) = nullptr;
   vResult (*RedOpDestroy)(vOp, vComm) = nullptr;
+  vResult (*Send)(const void*, size_t, int, int, vComm, gpuStream_t) = nullptr;
+  vResult (*Recv)(void*, size_t, int, int, vComm, gpuStream_t) = nullptr;
+  vResult (*GroupStart)() = nullptr;
+  vResult (*GroupEnd)() = nullptr;
 };
 static ScVendor g_vendor;
 static std::once_flag g_vendor_once;
@@ -372,6 +404,10 @@ static void sc_vendor_load() {
   *(void**)&g_vendor.Broadcast = sym("Broadcast");
   *(void**)&g_vendor.RedOpCreatePreMulSum = sym("RedOpCreatePreMulSum");
   *(void**)&g_vendor.RedOpDestroy = sym("RedOpDestroy");
+  *(void**)&g_vendor.Send = sym("Send");
+  *(void**)&g_vendor.Recv = sym("Recv");
+  *(void**)&g_vendor.GroupStart = sym("GroupStart");
+  *(void**)&g_vendor.GroupEnd = sym("GroupEnd");
   if (!ok) {
     dlclose(g_vendor.h);
     g_vendor.h = nullptr;
@@ -792,6 +828,7 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
   d.self = c->signal;
   d.err = (volatile int*)c->dev_words;
   d.abort_flag = (const volatile int*)(c->dev_words + 16);
+  d.vstatus = (volatile long long*)(c->dev_words + 32);  // host words 32..41: allToAllV status
 #if SC_HIP
   const int khz = sc_hip_wallclock_khz(c->device);
   d.timeout_ticks = (uint64_t)(c->timeout_s * (double)khz * 1000.0);
@@ -1194,6 +1231,47 @@ extern "C" int sc_vendor_broadcast(sc_comm_t c, const void* s, void* r, size_t n
   return SC_OK;
 }
 
+// The baseline for device-resident split sizes with the vendor library: exchange the counts with
+// grouped send/recv, copy both count vectors to the host and wait for them (the host
+// synchronization sc_alltoallv avoids), then grouped send/recv of the data (packed layout).
+extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t* send_counts, void* recv,
+                                   int64_t* recv_counts, int dtype, void* stream) {
+  SC_TRY(sc_vendor_check(c));
+  const size_t es = sc_dtype_size(dtype);
+  if (!es) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
+  if (!send_counts || !recv_counts) return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: null counts");
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  const int n = c->nranks;
+  gpuStream_t st = (gpuStream_t)stream;
+  vResult res = g_vendor.GroupStart();
+  for (int p = 0; p < n && res == 0; ++p) {
+    res = g_vendor.Send(send_counts + p, 1, sc_vendor_dtype(SC_INT64), p, c->vcomm, st);
+    if (res == 0) res = g_vendor.Recv(recv_counts + p, 1, sc_vendor_dtype(SC_INT64), p, c->vcomm, st);
+  }
+  vResult res2 = g_vendor.GroupEnd();
+  if (res == 0) res = res2;
+  if (res != 0) return sc_fail(SC_ERR_VENDOR, "nccl send/recv of the counts: %s", g_vendor.GetErrorString(res));
+  int64_t hs[SC_MAX_RANKS], hr[SC_MAX_RANKS];
+  gpuError_t e = gpuMemcpyAsync(hs, send_counts, n * sizeof(int64_t), gpuMemcpyDeviceToHost, st);
+  if (e == gpuSuccess) e = gpuMemcpyAsync(hr, recv_counts, n * sizeof(int64_t), gpuMemcpyDeviceToHost, st);
+  if (e == gpuSuccess) e = gpuStreamSynchronize(st);
+  if (e != gpuSuccess) return sc_fail(SC_ERR_RUNTIME, "sc_vendor_alltoallv: counts to host: %s", gpuGetErrorString(e));
+  size_t so = 0, ro = 0;
+  res = g_vendor.GroupStart();
+  for (int p = 0; p < n && res == 0; ++p) {
+    if (hs[p] < 0 || hr[p] < 0) { g_vendor.GroupEnd(); return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: negative count"); }
+    if (hs[p]) res = g_vendor.Send((const char*)send + so * es, (size_t)hs[p], sc_vendor_dtype(dtype), p, c->vcomm, st);
+    if (res == 0 && hr[p]) res = g_vendor.Recv((char*)recv + ro * es, (size_t)hr[p], sc_vendor_dtype(dtype), p, c->vcomm, st);
+    so += (size_t)hs[p];
+    ro += (size_t)hr[p];
+  }
+  res2 = g_vendor.GroupEnd();
+  if (res == 0) res = res2;
+  if (res != 0) return sc_fail(SC_ERR_VENDOR, "nccl send/recv of the data: %s", g_vendor.GetErrorString(res));
+  return SC_OK;
+}
+
 static int sc_choose(sc_comm* c, size_t bytes) {
   if (c->nranks == 1) return SC_ALGO_FLAT;
   if (bytes <= c->flat_max) return SC_ALGO_FLAT;
@@ -1322,6 +1400,58 @@ extern "C" int sc_alltoall(sc_comm_t c, const void* send, void* recv, size_t cou
 }
 extern "C" int sc_broadcast(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int root, void* stream) {
   return sc_exchange<SC_X_BROADCAST>(c, send, recv, count, dtype, root, stream, "sc_broadcast");
+}
+
+// ---- allToAllV with device-resident sizes (dda_alltoallv.cuh) ----
+extern "C" int sc_alltoallv(sc_comm_t c, const void* send, size_t send_capacity, const int64_t* send_counts,
+                            const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts,
+                            const int64_t* recv_offsets, int dtype, void* stream) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: communicator is null");
+  if (dtype < SC_FLOAT32 || dtype > SC_INT64) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: unknown dtype %d", dtype);
+  if (!send_counts || !recv_counts) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: null counts");
+  if ((send_offsets == nullptr) != (recv_offsets == nullptr))
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: give both send and receive offsets, or neither (packed)");
+  if ((send_capacity && !send) || (recv_capacity && !recv)) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: null buffer");
+  if (send_capacity > (size_t)INT64_MAX || recv_capacity > (size_t)INT64_MAX)
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: capacity too large");
+  const size_t es = sc_dtype_size(dtype);
+  if (((uintptr_t)send % es) || ((uintptr_t)recv % es) || ((uintptr_t)send_counts % 8) || ((uintptr_t)recv_counts % 8) ||
+      ((uintptr_t)send_offsets % 8) || ((uintptr_t)recv_offsets % 8))
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: buffers must be aligned to their element size");
+  SC_TRY(sc_ready(c));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  ScA2avArgs a;
+  a.send = (const char*)send;
+  a.recv = (char*)recv;
+  a.send_counts = send_counts;
+  a.send_offsets = send_offsets;
+  a.recv_counts = recv_counts;
+  a.recv_offsets = recv_offsets;
+  a.in_count = (int64_t)send_capacity;
+  a.out_count = (int64_t)recv_capacity;
+  a.dtype = dtype;
+  // The grid is fixed (not sized from the counts, which live on the device): every rank must launch
+  // the same grid, and the kernel's per-block barriers pair block b with block b.
+  const int grid = SC_A2AV_BLOCKS < SC_MAX_BLOCKS ? SC_A2AV_BLOCKS : SC_MAX_BLOCKS;
+  gpuStream_t st = (gpuStream_t)stream;
+  switch (es) {
+    case 2: sc_launch(c, sc_k_alltoallv<2>, grid, c->threads, st, c->dev, c->seq, a); break;
+    case 4: sc_launch(c, sc_k_alltoallv<4>, grid, c->threads, st, c->dev, c->seq, a); break;
+    default: sc_launch(c, sc_k_alltoallv<8>, grid, c->threads, st, c->dev, c->seq, a); break;
+  }
+  return sc_launch_check(c, "alltoallv");
+}
+
+extern "C" int sc_alltoallv_status(sc_comm_t c, long long* status) {
+  if (!c || !status) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv_status: null argument");
+  volatile long long* w = (volatile long long*)(c->host_words + 32);
+  status[0] = w[0];
+  std::atomic_thread_fence(std::memory_order_acquire);  // the code is written last (after a system fence)
+  for (int i = 1; i < 5; ++i) status[i] = w[i];
+  if (status[0] != SC_A2AV_OK)
+    for (int i = 0; i < 5; ++i) w[i] = 0;
+  return SC_OK;
 }
 
 // ============================================================================================

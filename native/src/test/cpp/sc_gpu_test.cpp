@@ -3,6 +3,7 @@
 //   sc_gpu_test [--ranks N] [--seed S] [--no-mp] [--no-sp] [--no-bench] [--bench-only]
 //               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
+//               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
 //
 // Modes (all by default):
 //   mp    one process per GPU (fork), blobs exchanged through files in a private temp dir
@@ -357,6 +358,7 @@ static bool guard_ok(const unsigned char* p, size_t n) {
 }
 
 #include "sc_lp_test.inc"
+#include "sc_a2av_test.inc"
 
 // ------------------------------------------------------------------------------------------
 // correctness suite
@@ -857,6 +859,8 @@ struct Options {
   uint64_t seed = 0;
   bool mp = true, sp = true, bench = true, correctness = true, verbose = false, sweep = false, sweep_blocks = false;
   bool lp = false, lp_only = false, lp_big = false, lp_bench = false;
+  bool a2av = false, a2av_only = false, a2av_bench = false;
+  const char* a2av_csv = nullptr;
   size_t bench_max = (size_t)1 << 30;
   int iters = 100;
   const char* md = nullptr;
@@ -917,6 +921,23 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
     SC(sc_comm_destroy(c.comm));
     c.comm = nullptr;
     c.log("lp: %d passed, %d failed", c.passes, c.fails);
+  }
+  if (o.a2av) {
+    c.comm = make_comm(staging);
+    run_a2av_tests(c, staging);
+    SC(sc_comm_destroy(c.comm));
+    c.comm = nullptr;
+    c.log("alltoallv: %d passed, %d failed", c.passes, c.fails);
+  }
+  if (o.a2av_bench && do_bench) {
+    c.comm = make_comm(0);
+    run_a2av_bench(c, o.iters, o.a2av_csv);
+    SC(sc_comm_destroy(c.comm));
+    c.comm = nullptr;
+  }
+  if (o.a2av_only) {
+    SC(sc_stream_destroy(c.stream));
+    return c.fails ? 1 : 0;
   }
   if (o.correctness && !o.lp_only) {
     c.comm = make_comm(staging);
@@ -982,6 +1003,10 @@ int main(int argc, char** argv) {
     else if (a == "--lp-only") { o.lp = o.lp_only = true; o.bench = false; }
     else if (a == "--lp-big") o.lp_big = true;
     else if (a == "--lp-bench") { o.lp_bench = true; o.correctness = false; o.sp = false; }
+    else if (a == "--a2av") o.a2av = true;
+    else if (a == "--a2av-only") { o.a2av = o.a2av_only = true; o.bench = false; }
+    else if (a == "--a2av-bench") { o.a2av_bench = o.a2av_only = true; o.bench = true; }
+    else if (a == "--a2av-csv") o.a2av_csv = next();
     else die("unknown argument %s", a.c_str());
   }
   if (o.nranks < 2 || o.nranks > 8) die("--ranks must be 2..8");
@@ -990,7 +1015,7 @@ int main(int argc, char** argv) {
          (unsigned long long)o.seed, o.mp, o.sp, o.bench, o.correctness);
   int failures = 0;
   // Multi-process first: the parent must not initialise the GPU runtime before fork().
-  if (o.mp && (o.correctness || o.bench || o.lp)) {
+  if (o.mp && (o.correctness || o.bench || o.lp || o.a2av)) {
     std::string dir = make_dir();
     std::vector<pid_t> kids;
     for (int r = 0; r < o.nranks; ++r) {
@@ -1019,7 +1044,7 @@ int main(int argc, char** argv) {
     rm_dir(dir);
     printf("[mp] %s\n", failures ? "FAILED" : "all ranks passed");
   }
-  if (o.sp && (o.correctness || o.lp)) {
+  if (o.sp && (o.correctness || o.lp || o.a2av)) {
     std::string dir = make_dir();
     std::vector<std::thread> th;
     std::vector<int> rcs(o.nranks, 0);

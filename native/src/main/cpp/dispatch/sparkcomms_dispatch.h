@@ -52,6 +52,8 @@ static int (*sc_fp_sc_allgather)(sc_comm_t comm, const void* send, void* recv, s
 static int (*sc_fp_sc_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
 static int (*sc_fp_sc_alltoall)(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
+static int (*sc_fp_sc_alltoallv)(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_alltoallv_status)(sc_comm_t comm, long long* status) = 0;
 static int (*sc_fp_sc_barrier)(sc_comm_t comm, void* stream) = 0;
 static int (*sc_fp_sc_allgather_lp)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_reducescatter_lp)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) = 0;
@@ -70,6 +72,7 @@ static int (*sc_fp_sc_vendor_comm_init)(sc_comm_t comm, const void* id) = 0;
 static int (*sc_fp_sc_vendor_allgather)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_vendor_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
 static int (*sc_fp_sc_vendor_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
+static int (*sc_fp_sc_vendor_alltoallv)(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, int64_t* recv_counts, int dtype, void* stream) = 0;
 
 /* Loads the GPU library at `path`; 0 on success, else 1 with the reason in sc_dispatch_error(). */
 static int sc_dispatch_open(const char* path) {
@@ -162,6 +165,10 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_alltoall) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_alltoall (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_broadcast) = dlsym(h, "sc_broadcast");
   if (!sc_fp_sc_broadcast) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_broadcast (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_alltoallv) = dlsym(h, "sc_alltoallv");
+  if (!sc_fp_sc_alltoallv) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_alltoallv (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_alltoallv_status) = dlsym(h, "sc_alltoallv_status");
+  if (!sc_fp_sc_alltoallv_status) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_alltoallv_status (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_barrier) = dlsym(h, "sc_barrier");
   if (!sc_fp_sc_barrier) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_barrier (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_allgather_lp) = dlsym(h, "sc_allgather_lp");
@@ -198,6 +205,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_vendor_reducescatter) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_reducescatter (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_vendor_broadcast) = dlsym(h, "sc_vendor_broadcast");
   if (!sc_fp_sc_vendor_broadcast) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_broadcast (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vendor_alltoallv) = dlsym(h, "sc_vendor_alltoallv");
+  if (!sc_fp_sc_vendor_alltoallv) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_alltoallv (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   sc_dl_handle = h;
   return 0;
 }
@@ -247,6 +256,8 @@ int sc_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_
 int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, stream); }
 int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall(comm, send, recv, count_per_peer, dtype, stream); }
 int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_broadcast(comm, send, recv, count, dtype, root, stream); }
+int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) { if (!sc_fp_sc_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv(comm, send, send_capacity, send_counts, send_offsets, recv, recv_capacity, recv_counts, recv_offsets, dtype, stream); }
+int sc_alltoallv_status(sc_comm_t comm, long long* status) { if (!sc_fp_sc_alltoallv_status) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv_status(comm, status); }
 int sc_barrier(sc_comm_t comm, void* stream) { if (!sc_fp_sc_barrier) return SC_ERR_NO_DEVICE; return sc_fp_sc_barrier(comm, stream); }
 int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather_lp(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_reducescatter_lp(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) { if (!sc_fp_sc_reducescatter_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter_lp(comm, send, recv, recv_count, dtype, op, stream); }
@@ -265,4 +276,5 @@ int sc_vendor_comm_init(sc_comm_t comm, const void* id) { if (!sc_fp_sc_vendor_c
 int sc_vendor_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_vendor_allgather) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_allgather(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_vendor_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_vendor_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, stream); }
 int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_vendor_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_broadcast(comm, send, recv, count, dtype, root, stream); }
+int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, int64_t* recv_counts, int dtype, void* stream) { if (!sc_fp_sc_vendor_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_alltoallv(comm, send, send_counts, recv, recv_counts, dtype, stream); }
 #endif

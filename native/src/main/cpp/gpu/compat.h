@@ -38,6 +38,14 @@ typedef hipIpcMemHandle_t gpuIpcMemHandle_t;
 #define gpuMemcpy hipMemcpy
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemset hipMemset
+typedef hipGraph_t gpuGraph_t;
+typedef hipGraphExec_t gpuGraphExec_t;
+#define gpuStreamBeginCapture(s) hipStreamBeginCapture((s), hipStreamCaptureModeThreadLocal)
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuGraphInstantiate(e, g) hipGraphInstantiate((e), (g), nullptr, nullptr, 0)
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphExecDestroy hipGraphExecDestroy
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
@@ -88,6 +96,14 @@ typedef cudaIpcMemHandle_t gpuIpcMemHandle_t;
 #define gpuMemcpy cudaMemcpy
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemset cudaMemset
+typedef cudaGraph_t gpuGraph_t;
+typedef cudaGraphExec_t gpuGraphExec_t;
+#define gpuStreamBeginCapture(s) cudaStreamBeginCapture((s), cudaStreamCaptureModeThreadLocal)
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuGraphInstantiate(e, g) cudaGraphInstantiate((e), (g), 0)
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
@@ -190,6 +206,7 @@ SC_DEV uint64_t sc_ld_relaxed_sys(const uint64_t* p) {
 
 // Relaxed volatile load of a host-mapped word (abort / error flags written by the host).
 SC_DEV int sc_ld_volatile_i32(const volatile int* p) { return *p; }
+SC_DEV int64_t sc_ld_volatile_i64(const int64_t* p) { return *(const volatile int64_t*)p; }
 
 // Time source for timeouts: CUDA %globaltimer (ns); HIP wall_clock64() (constant rate, the
 // rate is read on the host with hipDeviceAttributeWallClockRate).

@@ -37,12 +37,20 @@ struct alignas(128) ScFlag {
   uint64_t pad[15];
 };
 
+// allToAllV's size row: see dda_alltoallv.cuh.
+#define SC_VROW_WORDS (4 + 3 * SC_MAX_RANKS)
+
 // Per-rank signal buffer (IPC-exported). Peers write flags[b][their rank]; the identity and
-// probe words serve the connect-time peer read/write check.
+// probe words serve the connect-time peer read/write check. The v* members belong to allToAllV,
+// whose barrier counts its epochs on the device (dda_alltoallv.cuh).
 struct ScSignal {
   ScFlag flags[SC_MAX_BLOCKS][SC_MAX_RANKS];
   alignas(128) uint64_t identity;           // written by the owner at create time
   alignas(128) uint64_t probe[SC_MAX_RANKS]; // probe[r] written and read back by rank r
+  ScFlag vflags[SC_MAX_BLOCKS][SC_MAX_RANKS]; // allToAllV barrier flags, written by peers
+  alignas(128) int64_t vrow[2][SC_VROW_WORDS]; // this rank's size row, by call parity (read by peers)
+  alignas(128) uint64_t vepoch[SC_MAX_BLOCKS]; // last allToAllV epoch of block b (owner only)
+  uint64_t vcall[SC_MAX_BLOCKS];               // allToAllV calls made by block b (owner only)
 };
 
 // Everything a kernel needs, passed by value.
@@ -51,6 +59,7 @@ struct ScDevComm {
   ScSignal* signal[SC_MAX_RANKS]; // every rank's signal buffer, as addressable from this GPU
   ScSignal* self;                 // == signal[rank]
   volatile int* err;              // host-mapped: [0]=code [1]=block [2]=peer [3]=rank
+  volatile long long* vstatus;    // host-mapped allToAllV status: code, receiver, sender, count, capacity
   const volatile int* abort_flag; // host-mapped, set by sc_comm_abort
   uint64_t timeout_ticks;
   size_t half_bytes;              // size of one staging half

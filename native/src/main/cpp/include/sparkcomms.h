@@ -102,6 +102,13 @@ SC_API int sc_event_destroy(void* event);
 /* Enqueues a device-side busy wait of `microseconds` (benchmarks: lets the host queue work
  * behind it so back-to-back launches are timed, not the host's launch rate). */
 SC_API int sc_stream_delay(void* stream, double microseconds);
+/* Stream capture into a graph (CUDA/HIP graphs), for work that must replay without host launches:
+ * begin on a non-default stream, enqueue, end -> an instantiated graph, launch it any number of
+ * times, destroy. Of the communicator's collectives only sc_alltoallv can be captured. */
+SC_API int sc_graph_capture_begin(void* stream);
+SC_API int sc_graph_capture_end(void* stream, void** graph_exec);
+SC_API int sc_graph_launch(void* graph_exec, void* stream);
+SC_API int sc_graph_destroy(void* graph_exec);
 
 /* ---- communicator ---- */
 /* staging_bytes: per-rank registered buffer (0 = default 64 MiB); must be equal on all ranks.
@@ -150,6 +157,29 @@ SC_API int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t coun
                 void* stream);
 SC_API int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root,
                  void* stream);
+/* allToAllV with device-resident sizes (AllToAllvDynamic). send_counts[j] (device, int64, nranks
+ * elements) elements of `send` go to rank j, from send_offsets[j] (device; NULL = packed: exclusive
+ * prefix sums of send_counts). Blocks received land in `recv` in source-rank order, packed from 0
+ * (recv_offsets NULL), or at recv_offsets[q] (device) with slot q ending at recv_offsets[q+1] (or
+ * recv_capacity). recv_counts[q] (device) is written with what rank q sent here. One kernel launch,
+ * no host synchronization, capturable into a graph. The sizes are checked on the device on every
+ * rank before any data moves; when they do not fit (see SC_A2AV_*), recv_counts are written,
+ * nothing else, and the communicator's allToAllV status records the first problem:
+ * read it with sc_alltoallv_status after the stream work completed. Capacities are in elements. */
+SC_API int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts,
+                 const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts,
+                 const int64_t* recv_offsets, int dtype, void* stream);
+/* allToAllV status codes */
+#define SC_A2AV_OK 0
+#define SC_A2AV_OVERFLOW 1     /* a block larger than the receiver's output (packed) or slot */
+#define SC_A2AV_NEGATIVE 2     /* a negative count */
+#define SC_A2AV_SEND_RANGE 3   /* a send block outside the sender's input */
+#define SC_A2AV_RECV_OFFSETS 4 /* receive offsets decreasing or outside the output */
+#define SC_A2AV_MISMATCH 5     /* ranks disagree on dtype or layout (packed vs offsets) */
+/* Reads the first allToAllV problem since the last read into status[5] = {code, receiver, sender,
+ * count, capacity} (code SC_A2AV_OK: none; MISMATCH: receiver = the disagreeing rank) and clears it.
+ * Call after the stream work completed. */
+SC_API int sc_alltoallv_status(sc_comm_t comm, long long* status);
 SC_API int sc_barrier(sc_comm_t comm, void* stream);
 
 /* ---- low precision (FP8 on the wire; fp32 / bf16 in and out, SUM / AVG) ----
@@ -191,6 +221,11 @@ SC_API int sc_vendor_reducescatter(sc_comm_t comm, const void* send, void* recv,
                             int dtype, int op, double premul_factor, void* stream);
 SC_API int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype,
                         int root, void* stream);
+/* Baseline for sc_alltoallv (packed layout): counts exchanged by grouped send/recv, copied to the
+ * host and waited for, then grouped send/recv of the data. No capacity check (the benchmark sizes
+ * the buffers). */
+SC_API int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv,
+                        int64_t* recv_counts, int dtype, void* stream);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,18 @@ public abstract class AbstractCommunicator implements Communicator {
   @Override public Work reduceScatterAsync(Tensor in, Tensor out, ReduceOp op) { return submit(plan(Collective.REDUCE_SCATTER, in, out, op, 0)); }
   @Override public void allToAll(Tensor in, Tensor out) { run(plan(Collective.ALL_TO_ALL, in, out, null, 0)); }
   @Override public Work allToAllAsync(Tensor in, Tensor out) { return submit(plan(Collective.ALL_TO_ALL, in, out, null, 0)); }
+  @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts) {
+    run(planV(in, out, new Splits(sendCounts, null, recvCounts, null)));
+  }
+  @Override public Work allToAllVAsync(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts) {
+    return submit(planV(in, out, new Splits(sendCounts, null, recvCounts, null)));
+  }
+  @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets) {
+    run(planV(in, out, offsetSplits(sendCounts, sendOffsets, recvCounts, recvOffsets)));
+  }
+  @Override public Work allToAllVAsync(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets) {
+    return submit(planV(in, out, offsetSplits(sendCounts, sendOffsets, recvCounts, recvOffsets)));
+  }
   @Override public void broadcast(Tensor in, Tensor out, int root) { run(plan(Collective.BROADCAST, in, out, null, root)); }
   @Override public Work broadcastAsync(Tensor in, Tensor out, int root) { return submit(plan(Collective.BROADCAST, in, out, null, root)); }
   @Override public void barrier() { run(plan(Collective.BARRIER, null, null, null, 0)); }
@@ -105,6 +117,50 @@ public abstract class AbstractCommunicator implements Communicator {
       }
     }
     return new Planned(new CollectiveCall(kind, in, out, op, root, dtype, count, algo, bytes), problem);
+  }
+
+  private static Splits offsetSplits(Tensor sendCounts, Tensor sendOffsets, Tensor recvCounts, Tensor recvOffsets) {
+    // Offsets are what selects the slot layout: both must be given (null would silently mean "packed").
+    Objects.requireNonNull(sendOffsets, "allToAllV: sendOffsets is null (use the four-argument form for the packed layout)");
+    Objects.requireNonNull(recvOffsets, "allToAllV: recvOffsets is null (use the four-argument form for the packed layout)");
+    return new Splits(sendCounts, sendOffsets, recvCounts, recvOffsets);
+  }
+
+  /**
+   * Plans an allToAllV. Only the shapes are checked here: the count and offset values may live on the
+   * device, so the backend checks them (on every rank, before any data moves).
+   */
+  private Planned planV(Tensor in, Tensor out, Splits sp) {
+    if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
+    String problem = checkV(in, out, sp);
+    DataType dtype = in != null ? in.dtype() : out != null ? out.dtype() : DataType.FLOAT32;
+    long bytes = problem == null ? Math.max(in.bytes(), out.bytes()) : 0;
+    return new Planned(new CollectiveCall(Collective.ALL_TO_ALL_V, in, out, null, 0, dtype, 0, Algorithm.FLAT, bytes, sp), problem);
+  }
+
+  private String checkV(Tensor in, Tensor out, Splits sp) {
+    String name = "allToAllV";
+    if (in == null || out == null) return name + ": " + (in == null ? "input" : "output") + " tensor is null";
+    if (in.dtype() != out.dtype()) return name + ": input dtype " + in.dtype() + " differs from output dtype " + out.dtype();
+    String[] names = {"sendCounts", "sendOffsets", "recvCounts", "recvOffsets"};
+    Tensor[] t = {sp.sendCounts(), sp.sendOffsets(), sp.recvCounts(), sp.recvOffsets()};
+    for (int i = 0; i < t.length; i++) {
+      if (t[i] == null) {
+        if (i == 1 || i == 3) continue;  // packed layout
+        return name + ": " + names[i] + " is null";
+      }
+      if (t[i].dtype() != DataType.INT64) return name + ": " + names[i] + " must be INT64, got " + t[i].dtype();
+      if (t[i].count() != size) return name + ": " + names[i] + " has " + t[i].count() + " elements, needs one per rank (" + size + ")";
+      if (t[i].isDevice() != in.isDevice()) {
+        return name + ": " + names[i] + " must be in the same memory as the data (" + (in.isDevice() ? "device" : "host") + ")";
+      }
+    }
+    if (out instanceof HostTensor h && !h.isWritable()) return name + ": the output buffer is read-only";
+    if (sp.recvCounts() instanceof HostTensor h && !h.isWritable()) return name + ": recvCounts is read-only";
+    String p = checkTensors(Collective.ALL_TO_ALL_V, in, out);
+    if (p == null) p = checkTensors(Collective.ALL_TO_ALL_V, sp.sendCounts(), sp.recvCounts());
+    if (p == null && sp.hasOffsets()) p = checkTensors(Collective.ALL_TO_ALL_V, sp.sendOffsets(), sp.recvOffsets());
+    return p;
   }
 
   /** Local argument checks; returns a message or null. */

@@ -6,6 +6,8 @@ public enum Collective {
   ALL_GATHER("allGather"),
   REDUCE_SCATTER("reduceScatter"),
   ALL_TO_ALL("allToAll"),
+  /** All-to-all with per-peer counts (and offsets) given as tensors; see {@link Splits}. */
+  ALL_TO_ALL_V("allToAllV"),
   BROADCAST("broadcast"),
   BARRIER("barrier");
 

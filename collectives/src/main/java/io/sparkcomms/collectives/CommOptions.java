@@ -22,7 +22,14 @@ public final class CommOptions {
   public static final long BACKEND_DEFAULT = -1;
   public static final long DEFAULT_LP_MIN_BYTES = 16L << 20;
   public static final int DEFAULT_LP_BLOCK_SIZE = 128;
+  /** Host backend's staging buffer per rank (shared memory). */
   public static final long DEFAULT_STAGING_BYTES = 16L << 20;
+  /**
+   * GPU backend's staging buffer per rank (device memory): large messages run in chunks of half of
+   * it, one kernel launch each, and on 2x H200 a synchronous tree allReduce of 32–128 MB paid ~12 us
+   * per 8 MiB chunk with 16 MiB (bench/RESULTS.md), so the GPU default is larger.
+   */
+  public static final long DEFAULT_GPU_STAGING_BYTES = 64L << 20;
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
 
   private final Backend backend;
@@ -103,8 +110,15 @@ public final class CommOptions {
   public Fp8Format fp8Format() { return fp8Format; }
   /** Elements per FP8 scale. */
   public int lpBlockSize() { return lpBlockSize; }
-  /** Per-rank staging buffer size in bytes; larger messages are processed in chunks. */
-  public long stagingBytes() { return stagingBytes; }
+  /**
+   * Per-rank staging buffer size in bytes of the host backend (larger messages are processed in
+   * chunks): the value set, else {@link #DEFAULT_STAGING_BYTES}.
+   */
+  public long stagingBytes() { return stagingBytes(false); }
+  /** The staging size for the host or GPU backend: the value set, else that backend's default. */
+  public long stagingBytes(boolean gpu) {
+    return stagingBytes != BACKEND_DEFAULT ? stagingBytes : gpu ? DEFAULT_GPU_STAGING_BYTES : DEFAULT_STAGING_BYTES;
+  }
   /** Whether the GPU backend may load NCCL/RCCL (for VENDOR and above the DDA range). */
   public boolean vendor() { return vendor; }
   /** The global low-precision switch. */
@@ -124,7 +138,7 @@ public final class CommOptions {
     return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
         + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
         + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + lpMinBytes
-        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", stagingBytes=" + stagingBytes + ", vendor=" + vendor + "}";
+        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", stagingBytes=" + (stagingBytes == BACKEND_DEFAULT ? "default" : stagingBytes) + ", vendor=" + vendor + "}";
   }
 
   /** Builder; every setter validates its argument. */
@@ -139,7 +153,7 @@ public final class CommOptions {
     private long lpMinBytes = DEFAULT_LP_MIN_BYTES;
     private Fp8Format fp8Format;
     private int lpBlockSize = DEFAULT_LP_BLOCK_SIZE;
-    private long stagingBytes = DEFAULT_STAGING_BYTES;
+    private long stagingBytes = BACKEND_DEFAULT;
     private boolean vendor = true;
 
     private Builder() {}

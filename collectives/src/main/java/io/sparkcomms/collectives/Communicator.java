@@ -44,6 +44,39 @@ public interface Communicator extends AutoCloseable {
 
   Work allToAllAsync(Tensor in, Tensor out);
 
+  /**
+   * All-to-all with per-peer sizes that may live on the device (AllToAllvDynamic): rank i sends
+   * {@code sendCounts[j]} elements of {@code in} to rank j, and {@code recvCounts[i]} on rank j is
+   * written with that count by the collective. {@code sendCounts} and {@code recvCounts} are INT64
+   * tensors of {@link #size()} elements in the memory of {@code in}/{@code out} (device tensors on the
+   * GPU backend, so the counts a kernel produced are used without a copy to the host).
+   *
+   * <p>Packed layout: rank i's block for peer j starts at the exclusive prefix sum of its sendCounts;
+   * blocks received land in {@code out} in source-rank order, packed from element 0. Counts may be 0
+   * and need not be equal. When a rank would receive more than {@code out} holds, or a count is
+   * negative or runs past {@code in}, no rank writes any {@code out} (recvCounts are still written) and
+   * every rank raises {@link CommCapacityException} naming the receiver, sender, count and capacity;
+   * the communicator stays usable. Nothing is ever written outside {@code out} and {@code recvCounts}.
+   */
+  void allToAllV(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts);
+
+  Work allToAllVAsync(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts);
+
+  /**
+   * {@link #allToAllV(Tensor, Tensor, Tensor, Tensor)} with per-peer offsets (INT64, {@link #size()}
+   * elements, same memory as the counts): rank i's block for peer j is
+   * {@code in[sendOffsets[j] .. sendOffsets[j] + sendCounts[j])}, and the block from peer i lands at
+   * {@code out[recvOffsets[i] ..]}. The receive slot of peer i holds
+   * {@code recvOffsets[i+1] - recvOffsets[i]} elements ({@code out.count() - recvOffsets[size-1]} for
+   * the last), so recvOffsets must be non-decreasing and within {@code out}: the fixed per-expert
+   * capacity of a mixture-of-experts dispatch. A block larger than its slot, a send block outside
+   * {@code in}, or recvOffsets out of order raise {@link CommCapacityException} on every rank, with no
+   * {@code out} written.
+   */
+  void allToAllV(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets);
+
+  Work allToAllVAsync(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets);
+
   /** Copies root's {@code in} into every rank's {@code out} (the root's too). Non-roots' {@code in} is ignored. */
   void broadcast(Tensor in, Tensor out, int root);
 

@@ -51,6 +51,12 @@ public final class SparkCommsNative {
   public static final int SC_ALGO_TREE = 2;
   public static final int SC_ALGO_LP = 3;
   public static final int SC_ALGO_VENDOR = 4;
+  public static final int SC_A2AV_OK = 0;
+  public static final int SC_A2AV_OVERFLOW = 1;
+  public static final int SC_A2AV_NEGATIVE = 2;
+  public static final int SC_A2AV_SEND_RANGE = 3;
+  public static final int SC_A2AV_RECV_OFFSETS = 4;
+  public static final int SC_A2AV_MISMATCH = 5;
 
   /** Opaque communicator handle ({@code sc_comm_t}). */
   @Opaque public static class sc_comm extends Pointer {
@@ -106,6 +112,8 @@ public final class SparkCommsNative {
   public static native int sc_reducescatter(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, Pointer stream);
   public static native int sc_alltoall(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, Pointer stream);
   public static native int sc_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
+  public static native int sc_alltoallv(sc_comm comm, @Const Pointer send, @Cast("size_t") long send_capacity, @Cast("const int64_t*") Pointer send_counts, @Cast("const int64_t*") Pointer send_offsets, Pointer recv, @Cast("size_t") long recv_capacity, @Cast("int64_t*") Pointer recv_counts, @Cast("const int64_t*") Pointer recv_offsets, int dtype, Pointer stream);
+  public static native int sc_alltoallv_status(sc_comm comm, long[] status);
   public static native int sc_barrier(sc_comm comm, Pointer stream);
   public static native int sc_allgather_lp(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, Pointer stream);
   public static native int sc_reducescatter_lp(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, Pointer stream);
@@ -124,4 +132,5 @@ public final class SparkCommsNative {
   public static native int sc_vendor_allgather(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, Pointer stream);
   public static native int sc_vendor_reducescatter(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, Pointer stream);
   public static native int sc_vendor_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
+  public static native int sc_vendor_alltoallv(sc_comm comm, @Const Pointer send, @Cast("const int64_t*") Pointer send_counts, Pointer recv, @Cast("int64_t*") Pointer recv_counts, int dtype, Pointer stream);
 }

@@ -75,7 +75,8 @@ public final class SparkCommsConf {
       "FP8 wire format: `e4m3fn` or `e4m3fnuz`; unset chooses from the device (E4M3FNUZ on gfx942). Env: `SPARKCOMMS_FP8_FORMAT`.");
   public static final Entry LP_BLOCK_SIZE = entry("lpBlockSize", Integer.toString(CommOptions.DEFAULT_LP_BLOCK_SIZE),
       "Elements per FP8 scale. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
-  public static final Entry STAGING_BYTES = entry("stagingBytes", Sizes.format(CommOptions.DEFAULT_STAGING_BYTES),
+  public static final Entry STAGING_BYTES = entry("stagingBytes", Sizes.format(CommOptions.DEFAULT_STAGING_BYTES) + " host, "
+      + Sizes.format(CommOptions.DEFAULT_GPU_STAGING_BYTES) + " GPU",
       "Per-rank staging buffer; larger messages are processed in chunks. Env: `SPARKCOMMS_STAGING_BYTES`.");
 
   private static final Map<Entry, Collective> PER_COLLECTIVE_LP = Map.of(

@@ -76,7 +76,7 @@ final class BenchConfig {
         "      --baseline B        none|tcp|vendor (default none). tcp: the naive path, every rank sends",
         "                          its array to rank 0 over loopback TCP, rank 0 reduces and sends the",
         "                          result back (allreduce only). vendor: NCCL/RCCL (gpu backend only)",
-        "      --staging SIZE      per-rank staging buffer (default 16M)",
+        "      --staging SIZE      per-rank staging buffer (default 16M host, 64M gpu)",
         "      --lp-block N        elements per FP8 scale (default 128)",
         "      --csv FILE          also write the rows to FILE as CSV",
         "      --seed N            base seed of the random inputs (default: from the clock)",

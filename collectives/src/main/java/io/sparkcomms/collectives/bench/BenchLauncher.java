@@ -221,7 +221,7 @@ final class BenchLauncher {
     out.println("# backend: " + (cfg.backend == CommOptions.Backend.HOST ? "host (shared memory, /dev/shm)" : "gpu")
         + ", ranks: " + n + ", collective: " + cfg.collectiveName() + ", dtype: " + cfg.typeName() + ", op: " + cfg.opName());
     out.println("# algorithms: " + cfg.algoList() + ", baseline: " + cfg.baseline.name().toLowerCase());
-    out.println("# options: staging " + Sizes.format(o.stagingBytes()) + " per rank, lp block " + o.lpBlockSize()
+    out.println("# options: staging " + Sizes.format(o.stagingBytes(gpu)) + " per rank, lp block " + o.lpBlockSize()
         + ", fp8 " + o.fp8FormatOrDefault() + ", auto thresholds: flat max " + bytes(o.flatMaxBytes(gpu, n))
         + ", tree max " + bytes(o.treeMaxBytes(gpu, n)) + ", low precision under auto: " + o.lowPrecision() + " (min "
         + Sizes.format(o.lpMinBytes()) + "), timeout " + o.timeout().toSeconds() + " s");

@@ -5,9 +5,11 @@ import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CollectiveCall;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommCapacityException;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.Work;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
@@ -46,7 +48,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
   private final java.util.ArrayDeque<EventWork> pending = new java.util.ArrayDeque<>();
   private static final int MAX_PENDING = 256;
   /** Device scratch for host-tensor calls, grown on demand, freed at close. */
-  private DeviceTensor scratchIn, scratchOut;
+  private DeviceTensor scratchIn, scratchOut, scratchSplits;
 
   private GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor,
       boolean lowPrecision) {
@@ -66,7 +68,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Duration t = o.timeout();
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device(" + device + ")");
     sc_comm comm = new sc_comm();
-    Native.check(SparkCommsNative.sc_comm_create(r, n, device, o.stagingBytes(), t.toMillis() / 1000.0, comm), "sc_comm_create");
+    Native.check(SparkCommsNative.sc_comm_create(r, n, device, o.stagingBytes(true), t.toMillis() / 1000.0, comm), "sc_comm_create");
     Pointer stream = null;
     try {
       int blobLen = (int) SparkCommsNative.sc_comm_export_size();
@@ -159,6 +161,31 @@ public final class GpuCommunicator extends AbstractCommunicator {
     launch(c, problem);
     Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    if (c.kind() == Collective.ALL_TO_ALL_V) checkAllToAllV();
+  }
+
+  /**
+   * Raises the first allToAllV size problem the kernels recorded since the last check (the record is
+   * on host-mapped memory, read after the stream work completed). Every rank's kernel reached the
+   * same verdict from the same size matrix, so every rank raises here.
+   */
+  private void checkAllToAllV() {
+    long[] st = new long[5];
+    Native.check(SparkCommsNative.sc_alltoallv_status(comm, st), "sc_alltoallv_status");
+    if (st[0] == SparkCommsNative.SC_A2AV_OK) return;
+    String m = switch ((int) st[0]) {
+      case SparkCommsNative.SC_A2AV_OVERFLOW -> "rank " + st[1] + " would receive " + st[3] + " elements from rank " + st[2]
+          + " but has room for " + st[4];
+      case SparkCommsNative.SC_A2AV_NEGATIVE -> "rank " + st[2] + " gave a negative count (" + st[3] + ") for rank " + st[1];
+      case SparkCommsNative.SC_A2AV_SEND_RANGE -> "rank " + st[2] + "'s block of " + st[3] + " elements for rank " + st[1]
+          + " runs past its input (" + st[4] + " elements from the block's offset to the end)";
+      case SparkCommsNative.SC_A2AV_RECV_OFFSETS -> "rank " + st[1] + "'s receive offsets are out of order or outside its output"
+          + " (slot of rank " + st[2] + ": " + st[3] + ".." + st[4] + ")";
+      case SparkCommsNative.SC_A2AV_MISMATCH -> "ranks disagree on the dtype or the layout (rank " + st[1]
+          + (st[3] != 0 ? " passed offsets" : " used the packed layout") + ")";
+      default -> "status " + st[0];
+    };
+    throw new CommCapacityException("allToAllV: " + m + "; no output was written (recvCounts were)");
   }
 
   @Override protected Work enqueue(CollectiveCall c, String problem) {
@@ -204,6 +231,12 @@ public final class GpuCommunicator extends AbstractCommunicator {
       case BROADCAST: st = v ? SparkCommsNative.sc_vendor_broadcast(comm, in, out, c.count(), dt, c.root(), stream)
           : SparkCommsNative.sc_broadcast(comm, in, out, c.count(), dt, c.root(), stream); break;
       case BARRIER: st = SparkCommsNative.sc_barrier(comm, stream); break;
+      case ALL_TO_ALL_V: {
+        Splits sp = c.splits();
+        st = SparkCommsNative.sc_alltoallv(comm, in, c.in().count(), dev(sp.sendCounts()), dev(sp.sendOffsets()), out,
+            c.out().count(), dev(sp.recvCounts()), dev(sp.recvOffsets()), dt, stream);
+        break;
+      }
       default: throw new AssertionError(c.kind());
     }
     try {
@@ -214,6 +247,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
     }
   }
 
+  private static Pointer dev(Tensor t) { return t == null ? null : ((DeviceTensor) t).pointer(); }
+
   private static final Work COMPLETED = new Work() {
     @Override public boolean isCompleted() { return true; }
     @Override public void waitFor() {}
@@ -223,6 +258,10 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Runs a host-tensor call on the device: copy in, collective, copy out (in place stays in place). */
   private void executeStaged(CollectiveCall c, String problem) {
     if (problem != null) throw new IllegalArgumentException(problem);
+    if (c.kind() == Collective.ALL_TO_ALL_V) {
+      executeStagedV(c);
+      return;
+    }
     HostTensor hin = (HostTensor) c.in(), hout = (HostTensor) c.out();
     scratchIn = grow(scratchIn, hin.bytes());
     DeviceTensor din = DeviceTensor.wrap(scratchIn.address(), hin.dtype(), hin.count(), device);
@@ -236,6 +275,33 @@ public final class GpuCommunicator extends AbstractCommunicator {
     launch(dc, null);
     Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    dout.copyTo(hout);
+  }
+
+  /** allToAllV on host tensors: data and sizes copied to device scratch, the kernel, copies back. */
+  private void executeStagedV(CollectiveCall c) {
+    HostTensor hin = (HostTensor) c.in(), hout = (HostTensor) c.out();
+    Splits sp = c.splits();
+    scratchIn = grow(scratchIn, hin.bytes());
+    scratchOut = grow(scratchOut, hout.bytes());
+    scratchSplits = grow(scratchSplits, 4L * size * 8);
+    DeviceTensor din = DeviceTensor.wrap(scratchIn.address(), hin.dtype(), hin.count(), device);
+    DeviceTensor dout = DeviceTensor.wrap(scratchOut.address(), hout.dtype(), hout.count(), device);
+    DeviceTensor[] d = new DeviceTensor[4];
+    Tensor[] h = {sp.sendCounts(), sp.sendOffsets(), sp.recvCounts(), sp.recvOffsets()};
+    for (int i = 0; i < 4; i++) {
+      if (h[i] == null) continue;
+      d[i] = DeviceTensor.wrap(scratchSplits.address() + (long) i * size * 8, io.sparkcomms.collectives.DataType.INT64, size, device);
+      if (i != 2) d[i].copyFrom((HostTensor) h[i]);
+    }
+    din.copyFrom(hin);
+    dout.copyFrom(hout); // what the collective does not write keeps the caller's values
+    launch(new CollectiveCall(c.kind(), din, dout, null, 0, c.dtype(), 0, c.algorithm(), c.messageBytes(),
+        new Splits(d[0], d[1], d[2], d[3])), null);
+    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    d[2].copyTo((HostTensor) sp.recvCounts());
+    checkAllToAllV();
     dout.copyTo(hout);
   }
 
@@ -290,6 +356,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       pending.clear();
     }
     Native.check(SparkCommsNative.sc_comm_check(comm), "collective");
+    checkAllToAllV();
   }
 
   @Override public void abort(String reason) {
@@ -317,6 +384,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     SparkCommsNative.sc_stream_destroy(ownStream);
     if (scratchIn != null) scratchIn.close();
     if (scratchOut != null) scratchOut.close();
+    if (scratchSplits != null) scratchSplits.close();
   }
 
   /** Work on a device event: completion is the event's; waiting polls it within the timeout. */
@@ -342,6 +410,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       done = true;
       SparkCommsNative.sc_event_destroy(event);
       Native.check(SparkCommsNative.sc_comm_check(comm), what); // a device-side timeout or abort
+      if (what.equals(Collective.ALL_TO_ALL_V.apiName())) checkAllToAllV();
     }
 
     @Override public void waitFor() {

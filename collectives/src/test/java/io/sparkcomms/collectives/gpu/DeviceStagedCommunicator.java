@@ -46,12 +46,30 @@ final class DeviceStagedCommunicator implements Communicator {
   @Override public void reduceScatter(Tensor in, Tensor out, ReduceOp op) { staged(in, out, (i, o) -> g.reduceScatter(i, o, op)); }
   @Override public void allToAll(Tensor in, Tensor out) { staged(in, out, g::allToAll); }
   @Override public void broadcast(Tensor in, Tensor out, int root) { staged(in, out, (i, o) -> g.broadcast(i, o, root)); }
+  @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts) {
+    allToAllV(in, sendCounts, null, out, recvCounts, null);
+  }
+  /** Every tensor copied to the device (outputs and recvCounts with their poison), the call, both copied back. */
+  @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets) {
+    try (DeviceTensor din = up(in); DeviceTensor dout = up(out); DeviceTensor dsc = up(sendCounts); DeviceTensor drc = up(recvCounts);
+         DeviceTensor dso = sendOffsets == null ? null : up(sendOffsets); DeviceTensor dro = recvOffsets == null ? null : up(recvOffsets)) {
+      try {
+        if (dso == null) g.allToAllV(din, dsc, dout, drc);
+        else g.allToAllV(din, dsc, dso, dout, drc, dro);
+      } finally {
+        drc.copyTo((HostTensor) recvCounts);
+        dout.copyTo((HostTensor) out);
+      }
+    }
+  }
   @Override public void barrier() { g.barrier(); }
   @Override public Work allReduceAsync(Tensor in, Tensor out, ReduceOp op) { throw new UnsupportedOperationException(); }
   @Override public Work allGatherAsync(Tensor in, Tensor out) { throw new UnsupportedOperationException(); }
   @Override public Work reduceScatterAsync(Tensor in, Tensor out, ReduceOp op) { throw new UnsupportedOperationException(); }
   @Override public Work allToAllAsync(Tensor in, Tensor out) { throw new UnsupportedOperationException(); }
   @Override public Work broadcastAsync(Tensor in, Tensor out, int root) { throw new UnsupportedOperationException(); }
+  @Override public Work allToAllVAsync(Tensor in, Tensor sc, Tensor out, Tensor rc) { throw new UnsupportedOperationException(); }
+  @Override public Work allToAllVAsync(Tensor in, Tensor sc, Tensor so, Tensor out, Tensor rc, Tensor ro) { throw new UnsupportedOperationException(); }
   @Override public Work barrierAsync() { return g.barrierAsync(); }
   @Override public void abort(String reason) { g.abort(reason); }
   @Override public boolean isAborted() { return g.isAborted(); }

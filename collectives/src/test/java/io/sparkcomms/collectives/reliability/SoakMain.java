@@ -323,6 +323,14 @@ public final class SoakMain {
     @Override public Work reduceScatterAsync(Tensor in, Tensor out, ReduceOp op) { return c.reduceScatterAsync(in, out, op); }
     @Override public void allToAll(Tensor in, Tensor out) { c.allToAllAsync(in, out).waitFor(); }
     @Override public Work allToAllAsync(Tensor in, Tensor out) { return c.allToAllAsync(in, out); }
+    @Override public void allToAllV(Tensor in, Tensor sc, Tensor out, Tensor rc) { c.allToAllVAsync(in, sc, out, rc).waitFor(); }
+    @Override public Work allToAllVAsync(Tensor in, Tensor sc, Tensor out, Tensor rc) { return c.allToAllVAsync(in, sc, out, rc); }
+    @Override public void allToAllV(Tensor in, Tensor sc, Tensor so, Tensor out, Tensor rc, Tensor ro) {
+      c.allToAllVAsync(in, sc, so, out, rc, ro).waitFor();
+    }
+    @Override public Work allToAllVAsync(Tensor in, Tensor sc, Tensor so, Tensor out, Tensor rc, Tensor ro) {
+      return c.allToAllVAsync(in, sc, so, out, rc, ro);
+    }
     @Override public void broadcast(Tensor in, Tensor out, int root) { c.broadcastAsync(in, out, root).waitFor(); }
     @Override public Work broadcastAsync(Tensor in, Tensor out, int root) { return c.broadcastAsync(in, out, root); }
     @Override public void barrier() { c.barrierAsync().waitFor(); }
