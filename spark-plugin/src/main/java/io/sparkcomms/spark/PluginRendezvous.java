@@ -42,7 +42,7 @@ public final class PluginRendezvous implements Rendezvous {
   static final long FIRST_BACKOFF_MICROS = 500;
   static final long MAX_BACKOFF_MICROS = 20_000;
 
-  /** The executor-to-driver channel: {@code PluginContext.ask} (a function in tests). */
+  /** The executor-to-driver channel: {@code PluginContext.ask} through {@link PluginWire} (a function in tests). */
   @FunctionalInterface
   interface Rpc {
     Object ask(Object message) throws Exception;
@@ -82,7 +82,7 @@ public final class PluginRendezvous implements Rendezvous {
     String[] hosts = new String[infos.length];
     for (int i = 0; i < infos.length; i++) hosts[i] = SparkBarrierRendezvous.hostOf(infos[i].address());
     SparkBarrierRendezvous.checkSingleHost(hosts, ctx.stageId(), ctx.stageAttemptNumber());
-    return new PluginRendezvous(plugin::ask, ctx.stageId(), ctx.stageAttemptNumber(), group, ctx.partitionId(),
+    return new PluginRendezvous(m -> PluginWire.ask(plugin, m), ctx.stageId(), ctx.stageAttemptNumber(), group, ctx.partitionId(),
         infos.length, hosts[ctx.partitionId()], ctx::isInterrupted);
   }
 

@@ -44,8 +44,20 @@ public final class SparkCommsDriverPlugin implements DriverPlugin {
   /** The rendezvous state (tests). */
   RendezvousRegistry rendezvousRegistry() { return rendezvous; }
 
+  /**
+   * An executor's message, encoded by {@link PluginWire} (the reply is encoded the same way); a
+   * message object as such is handled too (in-process callers).
+   */
   @Override
   public Object receive(Object message) {
+    if (message instanceof byte[] wire) {
+      Object reply = handle(PluginWire.decode(wire));
+      return reply == null ? null : PluginWire.encode(reply);
+    }
+    return handle(message);
+  }
+
+  private Object handle(Object message) {
     if (message instanceof RendezvousProtocol.Poll poll) return rendezvous.poll(poll);
     if (message instanceof RendezvousProtocol.Deposit deposit) return rendezvous.deposit(deposit);
     if (message instanceof RendezvousProtocol.Abort abort) {

@@ -59,7 +59,7 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
       LOG.info("sparkcomms: {}", new NumaAffinity(GpuTools.fromSystem()).apply(g.ordinal(), ProcessHandle.current().pid()));
     }
     watchdog = new GpuClaimWatchdog(conf.gpuClaimCheckInterval(),
-        () -> (GpuClaimProtocol.Reply) ctx.ask(new GpuClaimProtocol.Check(ctx.executorID())), this::onConflict);
+        () -> (GpuClaimProtocol.Reply) PluginWire.ask(ctx, new GpuClaimProtocol.Check(ctx.executorID())), this::onConflict);
     watchdog.start();
     LOG.info("sparkcomms: executor {} owns {} (device binder: {})", ctx.executorID(), g,
         ExecutorGpu.binder().describe());
@@ -85,7 +85,7 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
     if (watchdog != null) watchdog.close();
     if (gpu != null) {
       try {
-        ctx.send(new GpuClaimProtocol.Release(ctx.executorID()));
+        PluginWire.send(ctx, new GpuClaimProtocol.Release(ctx.executorID()));
       } catch (Exception e) {
         LOG.debug("sparkcomms: could not release the GPU claim: {}", e.toString());
       }
@@ -104,7 +104,7 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
   private void claim(ExecutorGpu g) {
     GpuClaimProtocol.Reply reply;
     try {
-      reply = (GpuClaimProtocol.Reply) ctx.ask(new GpuClaimProtocol.Claim(g.host(), g.resourceName(), g.address(), g.executorId()));
+      reply = (GpuClaimProtocol.Reply) PluginWire.ask(ctx, new GpuClaimProtocol.Claim(g.host(), g.resourceName(), g.address(), g.executorId()));
     } catch (Exception e) {
       throw new IllegalStateException("sparkcomms: executor " + g.executorId() + " could not claim " + g
           + " with the driver: " + e, e);

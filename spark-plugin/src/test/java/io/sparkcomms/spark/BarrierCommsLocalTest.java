@@ -10,6 +10,11 @@ import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
@@ -17,6 +22,7 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** BarrierComms in {@code local[4]}: four task threads of one JVM on the host backend. */
 class BarrierCommsLocalTest {
@@ -110,6 +116,51 @@ class BarrierCommsLocalTest {
     // the 20 s timeout, the job would take longer.
     assertTrue(ms < 15_000, "the retried job took " + ms + " ms");
     assertEquals(0, BarrierComms.openCount());
+  }
+
+  /** Tasks of both concurrent jobs count down here before they build a communicator (local mode: one JVM). */
+  static volatile CountDownLatch allFourRunning;
+
+  /**
+   * Two threads submit a 2-task barrier job each at the same time; the four tasks run at once (they
+   * all pass a latch before BarrierComms.get()), and each job gets its own 2-rank communicator: sizes,
+   * sums and the gathered job tags show no rank of the other job.
+   */
+  @Test @Timeout(120) void twoConcurrentBarrierJobsGetSeparateCommunicators() throws Exception {
+    allFourRunning = new CountDownLatch(4);
+    ExecutorService submitters = Executors.newFixedThreadPool(2);
+    try {
+      Future<List<String>> a = submitters.submit(() -> concurrentJob(1));
+      Future<List<String>> b = submitters.submit(() -> concurrentJob(2));
+      List<String> outA = a.get(100, TimeUnit.SECONDS);
+      List<String> outB = b.get(100, TimeUnit.SECONDS);
+      // job j: rank r adds (r + 1) * 10^j over 300k doubles (tree, chunked) and gathers the tag j
+      assertEquals(List.of("job 1 rank 0/2 met=true sum 30.0 30.0 tags [1, 1]", "job 1 rank 1/2 met=true sum 30.0 30.0 tags [1, 1]"),
+          outA, "job 1");
+      assertEquals(List.of("job 2 rank 0/2 met=true sum 300.0 300.0 tags [2, 2]", "job 2 rank 1/2 met=true sum 300.0 300.0 tags [2, 2]"),
+          outB, "job 2");
+      assertEquals(0, BarrierComms.openCount());
+    } finally {
+      submitters.shutdownNow();
+    }
+  }
+
+  private List<String> concurrentJob(int job) {
+    sc.setJobGroup("concurrent-" + job, "concurrent barrier job " + job, false);
+    return BarrierJobs.collect(sc.parallelize(List.of(0, 1), 2), String.class, it -> {
+      int p = it.next();
+      CountDownLatch latch = allFourRunning;
+      latch.countDown();
+      boolean met = latch.await(60, TimeUnit.SECONDS);          // false: the jobs did not overlap
+      Communicator comm = BarrierComms.get();
+      double[] v = new double[300_000];
+      Arrays.fill(v, (p + 1) * Math.pow(10, job));
+      comm.allReduce(HostTensor.of(v), ReduceOp.SUM);
+      long[] tags = new long[comm.size()];
+      comm.allGather(HostTensor.of(new long[] {job}), HostTensor.of(tags));
+      return List.of("job " + job + " rank " + comm.rank() + "/" + comm.size() + " met=" + met + " sum " + v[0] + " "
+          + v[v.length - 1] + " tags " + Arrays.toString(tags)).iterator();
+    });
   }
 
   @Test void outsideABarrierStageIsAClearError() {

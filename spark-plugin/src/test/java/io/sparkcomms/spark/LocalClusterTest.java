@@ -31,30 +31,13 @@ class LocalClusterTest {
   @TempDir static Path dir;
   static Fixtures fx;
 
-  @BeforeAll static void setUp() throws Exception {
+  @BeforeAll static void setUp() {
     fx = Fixtures.copyTo(dir);
-    Path home = Path.of(System.getProperty("sc.test.home", dir.resolve("spark-home").toString()));
-    Files.createDirectories(home);
-    // Read as system properties by the in-process master and workers.
-    System.setProperty("spark.testing", "true");
-    System.setProperty("spark.test.home", home.toString());
+    LocalClusters.setSystemProperties(dir);
   }
 
   private static SparkConf cluster(String master, int cores, String app) {
-    String classpath = System.getProperty("java.class.path");
-    return new SparkConf().setMaster(master).setAppName(app)
-        .set("spark.plugins", SparkCommsPlugin.class.getName())
-        .set("spark.testing", "true")
-        .set("spark.test.home", System.getProperty("spark.test.home"))
-        .set("spark.cores.max", Integer.toString(cores))
-        .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
-        .set("spark.executor.extraClassPath", classpath)
-        .set("spark.driver.extraClassPath", classpath)
-        .set("spark.executor.extraJavaOptions", System.getProperty("sc.test.jvmArgs", ""))
-        .set("spark.executor.memory", "512m")
-        .set("spark.ui.enabled", "false")
-        .set("spark.sparkcomms.timeout", "60s")
-        .set("spark.sparkcomms.stagingBytes", "1M");
+    return LocalClusters.conf(master, cores, app);
   }
 
   @Test @Timeout(150) void allReduceAcrossTwoExecutorProcesses() {

@@ -132,7 +132,9 @@ class RendezvousRegistryTest {
   // ------------------------------------------------------------------ PluginRendezvous against the driver plugin
 
   private static PluginRendezvous rank(SparkCommsDriverPlugin driver, int stage, int rank, int size, AtomicBoolean killed) {
-    return new PluginRendezvous(driver::receive, stage, 0, 0, rank, size, "test", killed::get);
+    // through PluginWire both ways, as over Spark's RPC
+    return new PluginRendezvous(m -> PluginWire.decode(driver.receive(PluginWire.encode(m))), stage, 0, 0, rank, size,
+        "test", killed::get);
   }
 
   @Test @Timeout(30) void ranksMeetOverTheDriverPluginInMilliseconds() throws Exception {
