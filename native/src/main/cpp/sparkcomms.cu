@@ -167,14 +167,39 @@ extern "C" int sc_device_synchronize(void) {
   GPU_TRY(gpuDeviceSynchronize());
   return SC_OK;
 }
+// Live resources of this process, for leak checks (sc_live_resources).
+static std::atomic<long long> g_live_comms{0}, g_live_ipc{0}, g_live_allocs{0};
+
+static gpuError_t sc_ipc_open(void** p, gpuIpcMemHandle_t h, unsigned flags) {
+  gpuError_t e = gpuIpcOpenMemHandle(p, h, flags);
+  if (e == gpuSuccess) ++g_live_ipc;
+  return e;
+}
+static gpuError_t sc_ipc_close(void* p) {
+  --g_live_ipc;  // the mapping is gone for us whatever the driver answers
+  return gpuIpcCloseMemHandle(p);
+}
+
+extern "C" int sc_live_resources(long long* counts) {
+  if (!counts) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  counts[0] = g_live_comms.load();
+  counts[1] = g_live_ipc.load();
+  counts[2] = g_live_allocs.load();
+  return SC_OK;
+}
+
 extern "C" int sc_malloc(void** ptr, size_t bytes) {
   if (!ptr) return sc_fail(SC_ERR_INVALID_ARG, "ptr is null");
   *ptr = nullptr;
   GPU_TRY(gpuMalloc(ptr, bytes ? bytes : 1));
+  ++g_live_allocs;
   return SC_OK;
 }
 extern "C" int sc_free(void* ptr) {
-  if (ptr) GPU_TRY(gpuFree(ptr));
+  if (ptr) {
+    GPU_TRY(gpuFree(ptr));
+    --g_live_allocs;
+  }
   return SC_OK;
 }
 extern "C" int sc_malloc_host(void** ptr, size_t bytes) {
@@ -489,6 +514,10 @@ struct sc_comm;
 static int sc_no_capture(sc_comm* c, void* stream);
 
 struct sc_comm {
+  sc_comm() { ++g_live_comms; }
+  ~sc_comm() { --g_live_comms; }
+  sc_comm(const sc_comm&) = delete;
+  sc_comm& operator=(const sc_comm&) = delete;
   int rank = 0, nranks = 0, device = 0;
   size_t staging_bytes = 0, half = 0;
   double timeout_s = 300.0;
@@ -545,8 +574,8 @@ static size_t sc_env_size(const char* name, size_t dflt) {
 static void sc_free_comm_memory(sc_comm* c) {
   for (int p = 0; p < SC_MAX_RANKS; ++p) {
     if (c->peer_ipc[p]) {
-      if (c->peer_staging[p]) (void)gpuIpcCloseMemHandle(c->peer_staging[p]);
-      if (c->peer_signal[p]) (void)gpuIpcCloseMemHandle(c->peer_signal[p]);
+      if (c->peer_staging[p]) (void)sc_ipc_close(c->peer_staging[p]);
+      if (c->peer_signal[p]) (void)sc_ipc_close(c->peer_signal[p]);
     }
     c->peer_ipc[p] = false;
   }
@@ -729,8 +758,8 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
   auto fail_peer = [&](int rc) {
     for (int p = 0; p < n; ++p) {
       if (c->peer_ipc[p]) {
-        if (c->peer_staging[p]) (void)gpuIpcCloseMemHandle(c->peer_staging[p]);
-        if (c->peer_signal[p]) (void)gpuIpcCloseMemHandle(c->peer_signal[p]);
+        if (c->peer_staging[p]) (void)sc_ipc_close(c->peer_staging[p]);
+        if (c->peer_signal[p]) (void)sc_ipc_close(c->peer_signal[p]);
       }
       c->peer_ipc[p] = false;
       c->peer_staging[p] = nullptr;
@@ -778,7 +807,7 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
                                  p, b.pid));
       void* ps = nullptr;
       void* pg = nullptr;
-      gpuError_t e = gpuIpcOpenMemHandle(&ps, b.h_staging, gpuIpcMemLazyEnablePeerAccess);
+      gpuError_t e = sc_ipc_open(&ps, b.h_staging, gpuIpcMemLazyEnablePeerAccess);
       if (e != gpuSuccess) {
         (void)gpuGetLastError();
         return fail_peer(sc_fail(SC_ERR_PEER,
@@ -787,7 +816,7 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
       }
       c->peer_staging[p] = (char*)ps;
       c->peer_ipc[p] = true;
-      e = gpuIpcOpenMemHandle(&pg, b.h_signal, gpuIpcMemLazyEnablePeerAccess);
+      e = sc_ipc_open(&pg, b.h_signal, gpuIpcMemLazyEnablePeerAccess);
       if (e != gpuSuccess) {
         (void)gpuGetLastError();
         return fail_peer(sc_fail(SC_ERR_PEER,

@@ -18,6 +18,7 @@ static int (*sc_fp_sc_get_device)(int* device) = 0;
 static int (*sc_fp_sc_device_synchronize)(void) = 0;
 static int (*sc_fp_sc_malloc)(void** ptr, size_t bytes) = 0;
 static int (*sc_fp_sc_free)(void* ptr) = 0;
+static int (*sc_fp_sc_live_resources)(long long* counts) = 0;
 static int (*sc_fp_sc_malloc_host)(void** ptr, size_t bytes) = 0;
 static int (*sc_fp_sc_free_host)(void* ptr) = 0;
 static int (*sc_fp_sc_memcpy_htod)(void* dst, const void* src, size_t bytes, void* stream) = 0;
@@ -34,6 +35,10 @@ static int (*sc_fp_sc_event_synchronize)(void* event) = 0;
 static int (*sc_fp_sc_event_elapsed_ms)(void* start, void* end, float* ms) = 0;
 static int (*sc_fp_sc_event_destroy)(void* event) = 0;
 static int (*sc_fp_sc_stream_delay)(void* stream, double microseconds) = 0;
+static int (*sc_fp_sc_graph_capture_begin)(void* stream) = 0;
+static int (*sc_fp_sc_graph_capture_end)(void* stream, void** graph_exec) = 0;
+static int (*sc_fp_sc_graph_launch)(void* graph_exec, void* stream) = 0;
+static int (*sc_fp_sc_graph_destroy)(void* graph_exec) = 0;
 static int (*sc_fp_sc_comm_create)(int rank, int nranks, int device, size_t staging_bytes, double timeout_seconds, sc_comm_t* out) = 0;
 static size_t (*sc_fp_sc_comm_export_size)(void) = 0;
 static int (*sc_fp_sc_comm_export)(sc_comm_t comm, void* buf, size_t len) = 0;
@@ -97,6 +102,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_malloc) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_malloc (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_free) = dlsym(h, "sc_free");
   if (!sc_fp_sc_free) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_free (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_live_resources) = dlsym(h, "sc_live_resources");
+  if (!sc_fp_sc_live_resources) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_live_resources (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_malloc_host) = dlsym(h, "sc_malloc_host");
   if (!sc_fp_sc_malloc_host) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_malloc_host (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_free_host) = dlsym(h, "sc_free_host");
@@ -129,6 +136,14 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_event_destroy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_event_destroy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_stream_delay) = dlsym(h, "sc_stream_delay");
   if (!sc_fp_sc_stream_delay) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_stream_delay (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_graph_capture_begin) = dlsym(h, "sc_graph_capture_begin");
+  if (!sc_fp_sc_graph_capture_begin) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_graph_capture_begin (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_graph_capture_end) = dlsym(h, "sc_graph_capture_end");
+  if (!sc_fp_sc_graph_capture_end) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_graph_capture_end (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_graph_launch) = dlsym(h, "sc_graph_launch");
+  if (!sc_fp_sc_graph_launch) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_graph_launch (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_graph_destroy) = dlsym(h, "sc_graph_destroy");
+  if (!sc_fp_sc_graph_destroy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_graph_destroy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_create) = dlsym(h, "sc_comm_create");
   if (!sc_fp_sc_comm_create) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_create (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_export_size) = dlsym(h, "sc_comm_export_size");
@@ -222,6 +237,7 @@ int sc_get_device(int* device) { if (!sc_fp_sc_get_device) return SC_ERR_NO_DEVI
 int sc_device_synchronize(void) { if (!sc_fp_sc_device_synchronize) return SC_ERR_NO_DEVICE; return sc_fp_sc_device_synchronize(); }
 int sc_malloc(void** ptr, size_t bytes) { if (!sc_fp_sc_malloc) return SC_ERR_NO_DEVICE; return sc_fp_sc_malloc(ptr, bytes); }
 int sc_free(void* ptr) { if (!sc_fp_sc_free) return SC_ERR_NO_DEVICE; return sc_fp_sc_free(ptr); }
+int sc_live_resources(long long* counts) { if (!sc_fp_sc_live_resources) return SC_ERR_NO_DEVICE; return sc_fp_sc_live_resources(counts); }
 int sc_malloc_host(void** ptr, size_t bytes) { if (!sc_fp_sc_malloc_host) return SC_ERR_NO_DEVICE; return sc_fp_sc_malloc_host(ptr, bytes); }
 int sc_free_host(void* ptr) { if (!sc_fp_sc_free_host) return SC_ERR_NO_DEVICE; return sc_fp_sc_free_host(ptr); }
 int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_htod) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_htod(dst, src, bytes, stream); }
@@ -238,6 +254,10 @@ int sc_event_synchronize(void* event) { if (!sc_fp_sc_event_synchronize) return 
 int sc_event_elapsed_ms(void* start, void* end, float* ms) { if (!sc_fp_sc_event_elapsed_ms) return SC_ERR_NO_DEVICE; return sc_fp_sc_event_elapsed_ms(start, end, ms); }
 int sc_event_destroy(void* event) { if (!sc_fp_sc_event_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_event_destroy(event); }
 int sc_stream_delay(void* stream, double microseconds) { if (!sc_fp_sc_stream_delay) return SC_ERR_NO_DEVICE; return sc_fp_sc_stream_delay(stream, microseconds); }
+int sc_graph_capture_begin(void* stream) { if (!sc_fp_sc_graph_capture_begin) return SC_ERR_NO_DEVICE; return sc_fp_sc_graph_capture_begin(stream); }
+int sc_graph_capture_end(void* stream, void** graph_exec) { if (!sc_fp_sc_graph_capture_end) return SC_ERR_NO_DEVICE; return sc_fp_sc_graph_capture_end(stream, graph_exec); }
+int sc_graph_launch(void* graph_exec, void* stream) { if (!sc_fp_sc_graph_launch) return SC_ERR_NO_DEVICE; return sc_fp_sc_graph_launch(graph_exec, stream); }
+int sc_graph_destroy(void* graph_exec) { if (!sc_fp_sc_graph_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_graph_destroy(graph_exec); }
 int sc_comm_create(int rank, int nranks, int device, size_t staging_bytes, double timeout_seconds, sc_comm_t* out) { if (!sc_fp_sc_comm_create) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_create(rank, nranks, device, staging_bytes, timeout_seconds, out); }
 size_t sc_comm_export_size(void) { if (!sc_fp_sc_comm_export_size) return 0; return sc_fp_sc_comm_export_size(); }
 int sc_comm_export(sc_comm_t comm, void* buf, size_t len) { if (!sc_fp_sc_comm_export) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_export(comm, buf, len); }

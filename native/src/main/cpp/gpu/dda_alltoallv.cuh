@@ -85,28 +85,24 @@ SC_DEV ScA2avVerdict sc_a2av_check(const int64_t (*M)[SC_VROW_WORDS], int n, int
       return v;
     }
   }
-  for (int q = 0; q < n; ++q)  // sender side
-    for (int j = 0; j < n; ++j) {
-      const int64_t cnt = M[q][SC_VROW_SC + j], off = M[q][SC_VROW_SO + j], cap = M[q][SC_VROW_IN];
-      if (cnt < 0) { v = {SC_A2AV_NEGATIVE, j, q, cnt, 0}; return v; }
-      if (off < 0 || off > cap || cnt > cap - off) { v = {SC_A2AV_SEND_RANGE, j, q, cnt, cap - off}; return v; }
-    }
+  // Receiver-major, like the host backend: receiver r's offsets, then each sender q's block for r
+  // (negative count, outside q's input, larger than r's room for it).
   const bool slots = M[0][SC_VROW_LAYOUT] != 0;
-  for (int r = 0; r < n; ++r) {  // receiver side
+  for (int r = 0; r < n; ++r) {
     const int64_t out = M[r][SC_VROW_OUT];
+    if (slots) {
+      for (int q = 0; q < n; ++q) {
+        const int64_t start = M[r][SC_VROW_RO + q], end = q + 1 < n ? M[r][SC_VROW_RO + q + 1] : out;
+        if (start < 0 || end < start || end > out) { v = {SC_A2AV_RECV_OFFSETS, r, q, start, end}; return v; }
+      }
+    }
     int64_t run = 0;
     for (int q = 0; q < n; ++q) {
-      const int64_t cnt = M[q][SC_VROW_SC + r];
-      int64_t start, cap;
-      if (slots) {
-        start = M[r][SC_VROW_RO + q];
-        const int64_t end = q + 1 < n ? M[r][SC_VROW_RO + q + 1] : out;
-        if (start < 0 || end < start || end > out) { v = {SC_A2AV_RECV_OFFSETS, r, q, start, end}; return v; }
-        cap = end - start;
-      } else {
-        start = run;
-        cap = out - run;
-      }
+      const int64_t cnt = M[q][SC_VROW_SC + r], off = M[q][SC_VROW_SO + r], in = M[q][SC_VROW_IN];
+      if (cnt < 0) { v = {SC_A2AV_NEGATIVE, r, q, cnt, 0}; return v; }
+      if (off < 0 || off > in || cnt > in - off) { v = {SC_A2AV_SEND_RANGE, r, q, cnt, in - off}; return v; }
+      const int64_t start = slots ? M[r][SC_VROW_RO + q] : run;
+      const int64_t cap = slots ? (q + 1 < n ? M[r][SC_VROW_RO + q + 1] : out) - start : out - run;
       if (cnt > cap) { v = {SC_A2AV_OVERFLOW, r, q, cnt, cap}; return v; }
       roff[q][r] = start;
       run += cnt;

@@ -84,6 +84,9 @@ SC_API int sc_get_device(int* device);
 SC_API int sc_device_synchronize(void);
 SC_API int sc_malloc(void** ptr, size_t bytes);
 SC_API int sc_free(void* ptr);
+/* Leak check: counts[3] = {live communicators, open IPC mappings of peers' memory, sc_malloc
+ * allocations not yet freed} of this process. */
+SC_API int sc_live_resources(long long* counts);
 SC_API int sc_malloc_host(void** ptr, size_t bytes); /* pinned host memory */
 SC_API int sc_free_host(void* ptr);
 SC_API int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream);

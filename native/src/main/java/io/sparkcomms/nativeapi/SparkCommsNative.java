@@ -78,6 +78,7 @@ public final class SparkCommsNative {
   public static native int sc_device_synchronize();
   public static native int sc_malloc(@Cast("void**") @ByPtrPtr Pointer ptr, @Cast("size_t") long bytes);
   public static native int sc_free(Pointer ptr);
+  public static native int sc_live_resources(long[] counts);
   public static native int sc_malloc_host(@Cast("void**") @ByPtrPtr Pointer ptr, @Cast("size_t") long bytes);
   public static native int sc_free_host(Pointer ptr);
   public static native int sc_memcpy_htod(Pointer dst, @Const Pointer src, @Cast("size_t") long bytes, Pointer stream);
@@ -94,6 +95,10 @@ public final class SparkCommsNative {
   public static native int sc_event_elapsed_ms(Pointer start, Pointer end, float[] ms);
   public static native int sc_event_destroy(Pointer event);
   public static native int sc_stream_delay(Pointer stream, double microseconds);
+  public static native int sc_graph_capture_begin(Pointer stream);
+  public static native int sc_graph_capture_end(Pointer stream, @Cast("void**") @ByPtrPtr Pointer graph_exec);
+  public static native int sc_graph_launch(Pointer graph_exec, Pointer stream);
+  public static native int sc_graph_destroy(Pointer graph_exec);
   public static native int sc_comm_create(int rank, int nranks, int device, @Cast("size_t") long staging_bytes, double timeout_seconds, @ByPtrPtr sc_comm out);
   public static native @Cast("size_t") long sc_comm_export_size();
   public static native int sc_comm_export(sc_comm comm, Pointer buf, @Cast("size_t") long len);

@@ -5,12 +5,14 @@ import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CollectiveCall;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommCapacityException;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.lp.BlockQuantizer;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
@@ -27,7 +29,9 @@ import java.nio.file.Paths;
  * <p>Every call: stage this rank's input into its input area, publish a descriptor of the call, pass
  * the first barrier and compare all descriptors (mismatches raise on every rank), then read peers'
  * areas directly. Messages larger than the staging area are processed in chunks; each chunk ends
- * with a barrier, so no rank overwrites an area a peer still reads.
+ * with a barrier, so no rank overwrites an area a peer still reads. allToAllV first exchanges every
+ * rank's sizes through the segment, so every rank checks the same global matrix before data moves
+ * (see the allToAllV section).
  */
 public final class HostCommunicator extends AbstractCommunicator {
   private final ShmSegment seg;
@@ -161,6 +165,9 @@ public final class HostCommunicator extends AbstractCommunicator {
         case ALL_TO_ALL:
           if (lp) lpScatterLike(c, in, out, problem); else scatterLike(c, in, out, problem);
           break;
+        case ALL_TO_ALL_V:
+          allToAllV(c, in, out, problem);
+          break;
         case BROADCAST:
           broadcast(c, in, out, problem);
           break;
@@ -188,7 +195,15 @@ public final class HostCommunicator extends AbstractCommunicator {
   // ------------------------------------------------------------------ call descriptors
 
   private static final int D_SEQ = 0, D_KIND = 8, D_DTYPE = 12, D_OP = 16, D_ROOT = 20, D_FACTOR = 24,
-      D_COUNT = 32, D_ALGO = 40, D_PLEN = 44, D_PTEXT = 48;
+      D_COUNT = 32, D_ALGO = 40, D_PLEN = 44, D_LAYOUT = 48, D_PTEXT = 56;
+
+  /** D_LAYOUT values: allToAllV's layout (ranks that disagree fail the call); 0 for every other collective. */
+  private static final int LAYOUT_NONE = 0, LAYOUT_PACKED = 1, LAYOUT_OFFSETS = 2;
+
+  private static int layout(CollectiveCall c) {
+    if (c.kind() != Collective.ALL_TO_ALL_V || c.splits() == null) return LAYOUT_NONE;
+    return c.splits().hasOffsets() ? LAYOUT_OFFSETS : LAYOUT_PACKED;
+  }
 
   /**
    * Publishes this call's descriptor, passes the first barrier, and checks that every rank made the
@@ -208,6 +223,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     b.putDouble(d + D_FACTOR, c.op() == null ? 0 : c.op().factor());
     b.putLong(d + D_COUNT, c.count());
     b.putInt(d + D_ALGO, c.algorithm().ordinal());
+    b.putInt(d + D_LAYOUT, layout(c));
     byte[] text = problem == null ? new byte[0] : problem.getBytes(StandardCharsets.UTF_8);
     int len = Math.min(text.length, ShmSegment.DESC_BYTES - D_PTEXT);
     for (int i = 0; i < len; i++) b.put(d + D_PTEXT + i, text[i]);
@@ -237,7 +253,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     return b.getInt(x + D_KIND) == b.getInt(y + D_KIND) && b.getInt(x + D_DTYPE) == b.getInt(y + D_DTYPE)
         && b.getInt(x + D_OP) == b.getInt(y + D_OP) && b.getInt(x + D_ROOT) == b.getInt(y + D_ROOT)
         && b.getLong(x + D_FACTOR) == b.getLong(y + D_FACTOR) && b.getLong(x + D_COUNT) == b.getLong(y + D_COUNT)
-        && b.getInt(x + D_ALGO) == b.getInt(y + D_ALGO);
+        && b.getInt(x + D_ALGO) == b.getInt(y + D_ALGO) && b.getInt(x + D_LAYOUT) == b.getInt(y + D_LAYOUT);
   }
 
   private static String describe(ByteBuffer b, int d) {
@@ -245,7 +261,17 @@ public final class HostCommunicator extends AbstractCommunicator {
     return "#" + b.getLong(d + D_SEQ) + " " + Collective.values()[b.getInt(d + D_KIND)].apiName()
         + "(count=" + b.getLong(d + D_COUNT) + ", dtype=" + DataType.values()[b.getInt(d + D_DTYPE)]
         + ", op=" + (op < 0 ? "-" : ReduceOp.Kind.values()[op] + (op == ReduceOp.Kind.PREMUL_SUM.ordinal() ? "(" + b.getDouble(d + D_FACTOR) + ")" : ""))
-        + ", root=" + b.getInt(d + D_ROOT) + ", algo=" + Algorithm.values()[b.getInt(d + D_ALGO)] + ")";
+        + ", root=" + b.getInt(d + D_ROOT) + ", algo=" + Algorithm.values()[b.getInt(d + D_ALGO)]
+        + layoutText(b.getInt(d + D_LAYOUT)) + ")";
+  }
+
+  private static String layoutText(int layout) {
+    switch (layout) {
+      case LAYOUT_PACKED: return ", layout=packed";
+      case LAYOUT_OFFSETS: return ", layout=offsets";
+      case LAYOUT_NONE: return "";
+      default: return ", layout=?" + layout;
+    }
   }
 
   /** First barrier of a call (with the descriptor check) or of a later chunk. */
@@ -367,6 +393,186 @@ public final class HostCommunicator extends AbstractCommunicator {
       for (int i = 0; i < o.length; i++) o[i] = offs[i] + d * es;
       reducer.reduce(dt, op, srcs, o, m, scratch, 0);
       out.copyFrom(scratch, 0, to + d, m);
+    }
+  }
+
+  // ------------------------------------------------------------------ allToAllV
+
+  /*
+   * allToAllV over the shared segment.
+   *
+   * Sizes: before the first barrier every rank writes its sizes into its result area (unused by
+   * allToAllV otherwise), as native longs: [0] in.count, [8] out.count, [16..) sendCounts[n], then for
+   * the slot layout sendOffsets[n] and recvOffsets[n] (16 + 24n <= 1552 bytes; staging is >= 4 KiB).
+   * The descriptor carries the layout, so ranks that disagree on it (or on the dtype) fail in begin().
+   * After the first barrier every rank reads every rank's sizes, so all hold the same n x n matrix,
+   * check it (validateV: the first violation in one fixed order) and write recvCounts. A violation:
+   * one more barrier (so nobody overwrites the sizes a slower peer still reads), then the same
+   * CommCapacityException on every rank, with nothing written to out.
+   *
+   * Data: rank i's stream is its blocks for ranks 0..n-1 concatenated (in the packed layout that is
+   * in[0, total_i) itself). Round r stages stream elements [r*K, (r+1)*K) (K = staging / element size)
+   * into i's input area; after a barrier every receiver copies the parts of its blocks that lie in
+   * that window from every sender's input area; a barrier ends the round. Every rank computes the
+   * same round count from the matrix: max_i ceil(total_i / K) (an extra end barrier when it is 0).
+   */
+
+  private static final int V_IN = 0, V_OUT = 8, V_COUNTS = 16;
+
+  private void allToAllV(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
+    Splits sp = c.splits();
+    boolean offsets = sp.hasOffsets();
+    int n = size;
+    if (problem == null) {
+      ByteBuffer mine = results[rank];
+      mine.putLong(V_IN, in.count());
+      mine.putLong(V_OUT, out.count());
+      ((HostTensor) sp.sendCounts()).copyTo(0, n, mine, V_COUNTS);
+      if (offsets) {
+        ((HostTensor) sp.sendOffsets()).copyTo(0, n, mine, V_COUNTS + 8 * n);
+        ((HostTensor) sp.recvOffsets()).copyTo(0, n, mine, V_COUNTS + 16 * n);
+      }
+    }
+    begin(c, problem);
+    // every rank's sizes; counts[i][j]: rank i sends to rank j
+    long[] inCount = new long[n], outCount = new long[n];
+    long[][] counts = new long[n][n];
+    long[][] sendOff = offsets ? new long[n][n] : null;
+    long[][] recvOff = offsets ? new long[n][n] : null;
+    for (int p = 0; p < n; p++) {
+      ByteBuffer b = results[p];
+      inCount[p] = b.getLong(V_IN);
+      outCount[p] = b.getLong(V_OUT);
+      for (int q = 0; q < n; q++) {
+        counts[p][q] = b.getLong(V_COUNTS + 8 * q);
+        if (offsets) {
+          sendOff[p][q] = b.getLong(V_COUNTS + 8 * (n + q));
+          recvOff[p][q] = b.getLong(V_COUNTS + 8 * (2 * n + q));
+        }
+      }
+    }
+    String violation = validateV(n, inCount, outCount, counts, sendOff, recvOff);
+    ByteBuffer rc = ByteBuffer.allocate(8 * n).order(ByteOrder.nativeOrder());
+    for (int p = 0; p < n; p++) rc.putLong(8 * p, counts[p][rank]);
+    ((HostTensor) sp.recvCounts()).copyFrom(rc, 0, 0, n);
+    if (violation != null) {
+      end(c); // peers may still read our sizes; the next call overwrites them
+      throw new CommCapacityException(c.kind().apiName() + " #" + seq + ": " + violation);
+    }
+
+    // where each block starts: in the sender's stream, in its input, and in the receiver's output
+    long[][] streamAt = new long[n][n];
+    long rounds = 0;
+    int es = c.dtype().size();
+    int kmax = staging / es;
+    for (int i = 0; i < n; i++) {
+      long t = 0;
+      for (int j = 0; j < n; j++) {
+        streamAt[i][j] = t;
+        t += counts[i][j];
+      }
+      rounds = Math.max(rounds, (t + kmax - 1) / kmax);
+    }
+    long[] recvAt = new long[n]; // for this rank as receiver, by sender
+    long at = 0;
+    for (int i = 0; i < n; i++) {
+      recvAt[i] = offsets ? recvOff[rank][i] : at;
+      at += counts[i][rank];
+    }
+    HostTensor src = in;
+    if (rounds > 1 && (in == out || (in.array() != null && in.array() == out.array()))) {
+      src = snapshot(in); // in place over several rounds: later rounds read input that earlier ones overwrite
+    }
+    for (long r = 0; r < rounds; r++) {
+      long lo = r * kmax, hi = lo + kmax;
+      // stage our stream's window [lo, hi)
+      for (int j = 0; j < n; j++) {
+        long a = Math.max(lo, streamAt[rank][j]), e = Math.min(hi, streamAt[rank][j] + counts[rank][j]);
+        if (a >= e) continue;
+        long inAt = (offsets ? sendOff[rank][j] : streamAt[rank][j]) + (a - streamAt[rank][j]);
+        src.copyTo(inAt, (int) (e - a), inputs[rank], (int) (a - lo) * es);
+      }
+      signals.barrier(c.kind().apiName() + " #" + seq + " (round " + r + " of " + rounds + ")");
+      // our blocks' parts in that window, from every sender
+      for (int i = 0; i < n; i++) {
+        long a = Math.max(lo, streamAt[i][rank]), e = Math.min(hi, streamAt[i][rank] + counts[i][rank]);
+        if (a >= e) continue;
+        out.copyFrom(inputs[i], (int) (a - lo) * es, recvAt[i] + (a - streamAt[i][rank]), (int) (e - a));
+      }
+      end(c);
+    }
+    if (rounds == 0) end(c);
+  }
+
+  /**
+   * Checks an allToAllV's global sizes; returns the first violation or null. Order: receivers
+   * j = 0..n-1; for each, first its recvOffsets (slot layout; i = 0..n-1: outside [0, out.count],
+   * then below recvOffsets[i-1]), then each sender i = 0..n-1: a negative count, the send block
+   * outside the sender's input, the block beyond the receiver's output (packed) or slot. Must agree
+   * with the test reference (AllToAllVReference), whose messages are the same.
+   */
+  static String validateV(int n, long[] inCount, long[] outCount, long[][] counts, long[][] sendOff, long[][] recvOff) {
+    boolean offsets = sendOff != null;
+    long[] sendPrefix = new long[n]; // packed: where sender i's block for the current receiver starts
+    for (int j = 0; j < n; j++) {
+      long cap = outCount[j];
+      if (offsets) {
+        for (int i = 0; i < n; i++) {
+          long v = recvOff[j][i];
+          if (v < 0 || v > cap) {
+            return "receiver rank " + j + ": recvOffsets[" + i + "] = " + v + " lies outside its output of " + cap + " elements";
+          }
+          if (i > 0 && v < recvOff[j][i - 1]) {
+            return "receiver rank " + j + ": recvOffsets[" + i + "] = " + v + " is below recvOffsets[" + (i - 1) + "] = "
+                + recvOff[j][i - 1] + " (receive offsets must be non-decreasing)";
+          }
+        }
+      }
+      long recvPrefix = 0;
+      for (int i = 0; i < n; i++) {
+        long k = counts[i][j];
+        if (k < 0) return "sender rank " + i + " sends a negative count " + k + " to receiver rank " + j;
+        long o = offsets ? sendOff[i][j] : sendPrefix[i];
+        if (o < 0 || o > inCount[i] || k > inCount[i] - o) {
+          return "sender rank " + i + ": its block of " + k + " elements for receiver rank " + j + " at input offset " + o
+              + " runs outside its input of " + inCount[i] + " elements";
+        }
+        if (offsets) {
+          long at = recvOff[j][i];
+          long slot = (i + 1 < n ? recvOff[j][i + 1] : cap) - at;
+          if (k > slot) {
+            return "receiver rank " + j + " cannot hold the " + k + " elements from sender rank " + i
+                + ": its slot for rank " + i + " at output offset " + at + " holds " + slot + " elements";
+          }
+        } else if (k > cap - recvPrefix) {
+          return "receiver rank " + j + " cannot hold the " + k + " elements from sender rank " + i
+              + " at output offset " + recvPrefix + ": its output holds " + cap + " elements";
+        }
+        sendPrefix[i] += k;
+        recvPrefix += k;
+      }
+    }
+    return null;
+  }
+
+  /** A private copy of an array tensor (for an in-place allToAllV). */
+  private static HostTensor snapshot(HostTensor t) {
+    Object a = t.array();
+    if (a == null) {
+      // same direct-buffer tensor as input and output: copy through a heap array of the element type
+      HostTensor copy = HostTensor.allocate(t.dtype(), (int) t.count());
+      ByteBuffer tmp = ByteBuffer.allocate((int) t.bytes()).order(ByteOrder.nativeOrder());
+      t.copyTo(0, (int) t.count(), tmp, 0);
+      copy.copyFrom(tmp, 0, 0, (int) t.count());
+      return copy;
+    }
+    switch (t.dtype()) {
+      case FLOAT32: return HostTensor.of(((float[]) a).clone());
+      case FLOAT64: return HostTensor.of(((double[]) a).clone());
+      case INT32: return HostTensor.of(((int[]) a).clone());
+      case INT64: return HostTensor.of(((long[]) a).clone());
+      case BFLOAT16: return HostTensor.bf16(((short[]) a).clone());
+      default: return HostTensor.fp16(((short[]) a).clone());
     }
   }
 

@@ -9,6 +9,7 @@ import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
+import io.sparkcomms.collectives.host.AllToAllVHarness;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import java.nio.file.Files;
@@ -74,6 +75,7 @@ public final class GpuSuiteMain {
       for (Algorithm a : ALGOS) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a), device)));
       List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, ALGOS));
       fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
+      fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
       int rank = comms.get(Algorithm.FLAT).rank();
       System.out.println("rank " + rank + " checked " + String.join("+", java.util.Arrays.stream(ALGOS).map(Enum::name).toList())
           + ": " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
@@ -81,6 +83,46 @@ public final class GpuSuiteMain {
     } finally {
       comms.values().forEach(Communicator::close);
     }
+  }
+
+  /**
+   * allToAllV on the GPU kernel against the reference (AllToAllVHarness, shared with the host tests):
+   * random skewed counts (zeros, one rank receiving everything, Zipf) x FLOAT32/INT64/BFLOAT16 x
+   * packed/slots at three sizes (the C test covers several staging rounds), outputs poisoned with
+   * guard regions; then an overflowing call on every layout, which must raise everywhere and write
+   * nothing, and a valid call after it.
+   */
+  static List<String> allToAllV(Communicator c, long seed) {
+    List<String> fails = new ArrayList<>();
+    int n = c.size(), calls = 0;
+    for (int maxTotal : new int[] {7, 40_000, 900_000}) {  // the float32 encoding needs index < 1M
+      for (AllToAllVHarness.Scenario s : AllToAllVHarness.skewedMatrix(n, seed + maxTotal, maxTotal)) {
+        fails.addAll(AllToAllVHarness.runAndCheck(c, s, false));
+        calls++;
+      }
+    }
+    long[][] counts = new long[n][n];
+    for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) counts[i][j] = 100 + 10 * i + j;
+    for (boolean slots : new boolean[] {false, true}) {
+      AllToAllVHarness.Scenario ok = slots ? AllToAllVHarness.slots("valid", DataType.FLOAT32, counts, 2, seed, true, false)
+          : AllToAllVHarness.packed("valid", DataType.FLOAT32, counts, 2, seed, true, false);
+      long[] out = ok.outCounts().clone();
+      out[n - 1] -= slots ? 0 : 3;  // packed: the last rank's output is 3 elements short (plus up to 2 slack)
+      long[][] ro = ok.recvOffsets();
+      if (slots) {  // the last rank's slot for rank 0 loses room
+        ro = java.util.Arrays.stream(ro).map(long[]::clone).toArray(long[][]::new);
+        ro[n - 1][1] = ro[n - 1][0] + counts[0][n - 1] - 1;
+        for (int q = 2; q < n; q++) ro[n - 1][q] = Math.max(ro[n - 1][q], ro[n - 1][1]);
+      }
+      AllToAllVHarness.Scenario bad = new AllToAllVHarness.Scenario("overflow", DataType.FLOAT32, ok.inCounts(), out, counts,
+          ok.sendOffsets(), ro, true, false);
+      if (bad.expected().ok()) fails.add("test bug: the overflow scenario is valid: " + bad);
+      fails.addAll(AllToAllVHarness.runAndCheck(c, bad, false));
+      fails.addAll(AllToAllVHarness.runAndCheck(c, ok, false));
+      calls += 2;
+    }
+    System.out.println("rank " + c.rank() + ": " + calls + " allToAllV calls checked against the reference, " + fails.size() + " failures");
+    return fails;
   }
 
   /**

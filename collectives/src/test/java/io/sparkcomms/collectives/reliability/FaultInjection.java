@@ -81,6 +81,9 @@ public final class FaultInjection {
     public final List<Row> rows = new ArrayList<>();
     public final Config config;
     public int leaksAtEnd;
+    /** GPU backend: trial starts at which a worker still held a communicator, IPC mapping or allocation. */
+    public int gpuResidue, gpuResidueChecks;
+    public final List<String> gpuResidueLines = new ArrayList<>();
     /** This run's files in /dev/shm after the last trial, before the final start that sweeps. */
     public int beforeFinalSweep;
     public int survivingProcesses;
@@ -106,6 +109,7 @@ public final class FaultInjection {
       }
       if (leaksAtEnd > 0) p.add(leaksAtEnd + " segment(s) left in /dev/shm at the end: " + leakedNames);
       if (survivingProcesses > 0) p.add(survivingProcesses + " rank process(es) still alive at the end");
+      if (gpuResidue > 0) p.add(gpuResidue + " trial start(s) with GPU resources still held from the trial before: " + gpuResidueLines);
       return p;
     }
 
@@ -133,6 +137,10 @@ public final class FaultInjection {
       Map<String, Integer> ex = new TreeMap<>();
       for (Row r : rows) r.exceptions.forEach((k, v) -> ex.merge(k, v, Integer::sum));
       b.append("\nSurvivors' exceptions: ").append(ex).append('\n');
+      if (gpuResidueChecks > 0) {
+        b.append(String.format(Locale.ROOT, "GPU backend: %d trial starts checked the worker's live communicators, peer IPC mappings and"
+            + " device allocations (sc_live_resources); %d found any left over (= GPU leaks).%n", gpuResidueChecks, gpuResidue));
+      }
       b.append(String.format(Locale.ROOT, "Settings: %d ranks, timeout %d ms (+ %d ms slack), kill delay 0..%d ms, "
               + "sizes 1..%d elements, staging %d KiB, seed %d, wall %.1f s%n",
           config.ranks, config.timeoutMs, config.slackMs, config.maxKillDelayMs, config.maxElems, config.stagingBytes >> 10,
@@ -208,6 +216,20 @@ public final class FaultInjection {
     }
     sum.leakedNames.addAll(oursNow(all, initial));
     sum.leaksAtEnd = sum.leakedNames.size();
+    // GPU workers report what their process still holds when a trial starts (after closing the last
+    // communicator, often one that a fault broke): communicators, peers' IPC mappings, allocations.
+    for (Worker w : all) {
+      synchronized (w.history) {
+        for (String l : w.history) {
+          if (!l.startsWith("RES ")) continue;
+          sum.gpuResidueChecks++;
+          if (!l.endsWith(" 0 0 0")) {
+            sum.gpuResidue++;
+            if (sum.gpuResidueLines.size() < 5) sum.gpuResidueLines.add(l);
+          }
+        }
+      }
+    }
     sum.wallMs = (System.nanoTime() - t0) / 1_000_000;
     return sum;
   }
@@ -335,9 +357,15 @@ public final class FaultInjection {
         case "--max-delay-ms": c.maxKillDelayMs = Long.parseLong(args[++i]); break;
         case "--max-elems": c.maxElems = Integer.parseInt(args[++i]); break;
         case "--seed": c.seed = Long.parseLong(args[++i]); break;
+        case "--backend": System.setProperty(WorkerMain.BACKEND_PROPERTY, args[++i]); break;
+        case "--rows": {
+          List<String> want = List.of(args[++i].split(","));
+          c.rows = ROWS.stream().filter(r -> want.contains(r.name().replace(' ', '_'))).toList();
+          break;
+        }
         default:
           System.err.println("usage: FaultInjection [--ranks N] [--trials T] [--timeout-ms MS] [--slack-ms MS] "
-              + "[--max-delay-ms MS] [--max-elems N] [--seed S]");
+              + "[--max-delay-ms MS] [--max-elems N] [--seed S] [--backend host|gpu] [--rows allReduce_FLAT,allGather,...]");
           System.exit(2);
       }
     }

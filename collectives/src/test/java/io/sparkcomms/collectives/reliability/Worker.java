@@ -54,6 +54,7 @@ final class Worker implements AutoCloseable {
   /** Starts a worker JVM with this JVM's classpath. */
   static Worker start() {
     ProcessBuilder pb = new ProcessBuilder(ShmProbe.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-Xss4m",
+        "-D" + WorkerMain.BACKEND_PROPERTY + "=" + System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"),
         "-cp", System.getProperty("java.class.path"), WorkerMain.class.getName());
     pb.redirectErrorStream(true);
     try {

@@ -37,6 +37,10 @@ public final class WorkerMain {
 
   private static PrintStream out;
 
+  /** System property selecting the workers' backend: host (default) or gpu (device = rank % GPUs). */
+  public static final String BACKEND_PROPERTY = "sparkcomms.fi.backend";
+  private static final boolean GPU = "gpu".equals(System.getProperty(BACKEND_PROPERTY));
+
   public static void main(String[] args) throws Exception {
     out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
     startOrphanWatchdog();
@@ -81,11 +85,17 @@ public final class WorkerMain {
     long calls = Long.parseLong(a[11]);
     Communicator c = null;
     long i = 0;
+    if (GPU) {  // what this process still holds from earlier trials: must be nothing
+      long[] res = new long[3];
+      io.sparkcomms.nativeapi.GpuLibrary.require();
+      io.sparkcomms.nativeapi.SparkCommsNative.sc_live_resources(res);
+      out.println("RES " + id + " " + res[0] + " " + res[1] + " " + res[2]);
+    }
     try {
-      CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).algorithm(algo)
+      CommOptions o = CommOptions.builder().backend(GPU ? CommOptions.Backend.GPU : CommOptions.Backend.HOST).algorithm(algo)
           .stagingBytes(staging).timeout(timeout).build();
       Rendezvous rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
-      c = Comms.create(rv, o);
+      c = GPU ? Comms.create(rv, o, rank % gpuCount()) : Comms.create(rv, o);
       out.println("CREATED " + id + " ok");
       CollectiveChecker ck = new CollectiveChecker(c, seed);
       SplittableRandom rnd = new SplittableRandom(seed);
@@ -105,6 +115,13 @@ public final class WorkerMain {
     } finally {
       if (c != null) c.close();
     }
+  }
+
+  private static int gpuCount() {
+    int[] n = new int[1];
+    io.sparkcomms.nativeapi.GpuLibrary.require();
+    io.sparkcomms.nativeapi.SparkCommsNative.sc_device_count(n);
+    return Math.max(1, n[0]);
   }
 
   /** Reports the segment path that rank 0 publishes in the first rendezvous round. */
