@@ -53,6 +53,8 @@ public final class FaultInjection {
     public long timeoutMs = 3_000;
     public long slackMs = 2_000;
     public long maxKillDelayMs = 300;
+    /** Start the kill delay once every rank reported its communicator created (faults land in the calls only). */
+    public boolean killAfterCreate;
     public int maxElems = 1 << 16;
     public long stagingBytes = 64 << 10;
     public int recoveryCalls = 3;
@@ -141,9 +143,10 @@ public final class FaultInjection {
         b.append(String.format(Locale.ROOT, "GPU backend: %d trial starts checked the worker's live communicators, peer IPC mappings and"
             + " device allocations (sc_live_resources); %d found any left over (= GPU leaks).%n", gpuResidueChecks, gpuResidue));
       }
-      b.append(String.format(Locale.ROOT, "Settings: %d ranks, timeout %d ms (+ %d ms slack), kill delay 0..%d ms, "
+      b.append(String.format(Locale.ROOT, "Settings: %s backend, %d ranks, timeout %d ms (+ %d ms slack), kill delay 0..%d ms%s, "
               + "sizes 1..%d elements, staging %d KiB, seed %d, wall %.1f s%n",
-          config.ranks, config.timeoutMs, config.slackMs, config.maxKillDelayMs, config.maxElems, config.stagingBytes >> 10,
+          System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"), config.ranks, config.timeoutMs, config.slackMs,
+          config.maxKillDelayMs, config.killAfterCreate ? " after every rank created its communicator" : "", config.maxElems, config.stagingBytes >> 10,
           config.seed, wallMs / 1000.0));
       return b.toString();
     }
@@ -239,6 +242,20 @@ public final class FaultInjection {
         + cfg.timeoutMs + " " + cfg.stagingBytes + " " + cfg.maxElems + " " + calls;
   }
 
+  /** Waits (bounded) until every worker printed "CREATED id" (a GPU communicator takes ~1 s to build). */
+  private static void awaitCreated(Worker[] ws, String id, long deadline) {
+    for (Worker w : ws) {
+      while (System.nanoTime() < deadline) {
+        boolean seen;
+        synchronized (w.history) {
+          seen = w.history.stream().anyMatch(l -> l.startsWith("CREATED " + id + " "));
+        }
+        if (seen) break;
+        LockSupport.parkNanos(200_000);
+      }
+    }
+  }
+
   private static void trial(Config cfg, RowSpec spec, Row row, String id, SplittableRandom rnd, Worker[] ws,
                             Deque<Worker> spares, List<Worker> all) {
     int n = ws.length;
@@ -252,6 +269,7 @@ public final class FaultInjection {
       long delayNanos = rnd.nextLong(cfg.maxKillDelayMs * 1_000_000L + 1);
       long seed = rnd.nextLong();
       for (int r = 0; r < n; r++) ws[r].send(runCommand(id + ".f", dir, r, n, spec, seed, cfg, -1));
+      if (cfg.killAfterCreate) awaitCreated(ws, id + ".f", System.nanoTime() + 60_000_000_000L);
       LockSupport.parkNanos(delayNanos);
       long tKill = System.nanoTime();
       ws[victim].kill();
@@ -355,6 +373,7 @@ public final class FaultInjection {
         case "--timeout-ms": c.timeoutMs = Long.parseLong(args[++i]); break;
         case "--slack-ms": c.slackMs = Long.parseLong(args[++i]); break;
         case "--max-delay-ms": c.maxKillDelayMs = Long.parseLong(args[++i]); break;
+        case "--kill-after-create": c.killAfterCreate = true; break;
         case "--max-elems": c.maxElems = Integer.parseInt(args[++i]); break;
         case "--seed": c.seed = Long.parseLong(args[++i]); break;
         case "--backend": System.setProperty(WorkerMain.BACKEND_PROPERTY, args[++i]); break;
@@ -365,7 +384,7 @@ public final class FaultInjection {
         }
         default:
           System.err.println("usage: FaultInjection [--ranks N] [--trials T] [--timeout-ms MS] [--slack-ms MS] "
-              + "[--max-delay-ms MS] [--max-elems N] [--seed S] [--backend host|gpu] [--rows allReduce_FLAT,allGather,...]");
+              + "[--max-delay-ms MS] [--max-elems N] [--seed S] [--backend host|gpu] [--kill-after-create] [--rows allReduce_FLAT,allGather,...]");
           System.exit(2);
       }
     }
