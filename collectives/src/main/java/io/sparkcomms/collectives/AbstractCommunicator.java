@@ -73,16 +73,16 @@ public abstract class AbstractCommunicator implements Communicator {
   @Override public void allToAll(Tensor in, Tensor out) { run(plan(Collective.ALL_TO_ALL, in, out, null, 0)); }
   @Override public Work allToAllAsync(Tensor in, Tensor out) { return submit(plan(Collective.ALL_TO_ALL, in, out, null, 0)); }
   @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts) {
-    run(planV(in, out, new Splits(sendCounts, null, recvCounts, null)));
+    run(planV(in, out, new Splits(sendCounts, null, recvCounts, null), false));
   }
   @Override public Work allToAllVAsync(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts) {
-    return submit(planV(in, out, new Splits(sendCounts, null, recvCounts, null)));
+    return submit(planV(in, out, new Splits(sendCounts, null, recvCounts, null), false));
   }
   @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets) {
-    run(planV(in, out, offsetSplits(sendCounts, sendOffsets, recvCounts, recvOffsets)));
+    run(planV(in, out, new Splits(sendCounts, sendOffsets, recvCounts, recvOffsets), true));
   }
   @Override public Work allToAllVAsync(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets) {
-    return submit(planV(in, out, offsetSplits(sendCounts, sendOffsets, recvCounts, recvOffsets)));
+    return submit(planV(in, out, new Splits(sendCounts, sendOffsets, recvCounts, recvOffsets), true));
   }
   @Override public void broadcast(Tensor in, Tensor out, int root) { run(plan(Collective.BROADCAST, in, out, null, root)); }
   @Override public Work broadcastAsync(Tensor in, Tensor out, int root) { return submit(plan(Collective.BROADCAST, in, out, null, root)); }
@@ -119,27 +119,26 @@ public abstract class AbstractCommunicator implements Communicator {
     return new Planned(new CollectiveCall(kind, in, out, op, root, dtype, count, algo, bytes), problem);
   }
 
-  private static Splits offsetSplits(Tensor sendCounts, Tensor sendOffsets, Tensor recvCounts, Tensor recvOffsets) {
-    // Offsets are what selects the slot layout: both must be given (null would silently mean "packed").
-    Objects.requireNonNull(sendOffsets, "allToAllV: sendOffsets is null (use the four-argument form for the packed layout)");
-    Objects.requireNonNull(recvOffsets, "allToAllV: recvOffsets is null (use the four-argument form for the packed layout)");
-    return new Splits(sendCounts, sendOffsets, recvCounts, recvOffsets);
-  }
-
   /**
    * Plans an allToAllV. Only the shapes are checked here: the count and offset values may live on the
    * device, so the backend checks them (on every rank, before any data moves).
    */
-  private Planned planV(Tensor in, Tensor out, Splits sp) {
+  private Planned planV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
     if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
-    String problem = checkV(in, out, sp);
+    String problem = checkV(in, out, sp, offsetsForm);
     DataType dtype = in != null ? in.dtype() : out != null ? out.dtype() : DataType.FLOAT32;
     long bytes = problem == null ? Math.max(in.bytes(), out.bytes()) : 0;
     return new Planned(new CollectiveCall(Collective.ALL_TO_ALL_V, in, out, null, 0, dtype, 0, Algorithm.FLAT, bytes, sp), problem);
   }
 
-  private String checkV(Tensor in, Tensor out, Splits sp) {
+  private String checkV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
     String name = "allToAllV";
+    // The offsets select the slot layout: in the six-argument form both must be given (a null would
+    // silently mean "packed"); reported like any invalid argument, so every rank raises.
+    if (offsetsForm && (sp.sendOffsets() == null || sp.recvOffsets() == null)) {
+      return name + ": " + (sp.sendOffsets() == null ? "sendOffsets" : "recvOffsets")
+          + " is null (use the four-argument form for the packed layout)";
+    }
     if (in == null || out == null) return name + ": " + (in == null ? "input" : "output") + " tensor is null";
     if (in.dtype() != out.dtype()) return name + ": input dtype " + in.dtype() + " differs from output dtype " + out.dtype();
     String[] names = {"sendCounts", "sendOffsets", "recvCounts", "recvOffsets"};

@@ -140,6 +140,59 @@ class BadInputMatrixTest {
     for (int r = 0; r < N; r++) assertFalse(g.comm(r).isAborted(), after);
   }
 
+  // ------------------------------------------------------------------ allToAllV
+
+  /** One rank's allToAllV arguments; the others pass valid ones (2 elements for every peer). */
+  enum VProblem { NULL_SEND_COUNTS, NULL_RECV_COUNTS, INT32_COUNTS, SHORT_COUNTS, READ_ONLY_RECV_COUNTS,
+    DTYPE_IN_OUT, NULL_OUTPUT, ONLY_SEND_OFFSETS, FOREIGN_COUNTS }
+
+  static void invokeV(Communicator c, VProblem p, boolean async) {
+    Tensor in = HostTensor.allocate(DataType.FLOAT32, 2 * N);
+    Tensor out = HostTensor.allocate(DataType.FLOAT32, 2 * N);
+    Tensor sc = HostTensor.of(new long[] {2, 2, 2});
+    Tensor rc = HostTensor.of(new long[N]);
+    Tensor so = null, ro = null;
+    if (p != null) {
+      switch (p) {
+        case NULL_SEND_COUNTS: sc = null; break;
+        case NULL_RECV_COUNTS: rc = null; break;
+        case INT32_COUNTS: sc = HostTensor.of(new int[] {2, 2, 2}); break;
+        case SHORT_COUNTS: sc = HostTensor.of(new long[] {2, 2}); break;
+        case READ_ONLY_RECV_COUNTS:
+          rc = HostTensor.wrap(ByteBuffer.allocateDirect(8 * N).order(ByteOrder.nativeOrder()).asReadOnlyBuffer(), DataType.INT64);
+          break;
+        case DTYPE_IN_OUT: out = HostTensor.allocate(DataType.FLOAT64, 2 * N); break;
+        case NULL_OUTPUT: out = null; break;
+        case ONLY_SEND_OFFSETS: so = HostTensor.of(new long[] {0, 2, 4}); break;
+        case FOREIGN_COUNTS: sc = new ForeignTensor(N); break;
+        default: throw new AssertionError(p);
+      }
+    }
+    if (so != null || ro != null) {
+      if (async) c.allToAllVAsync(in, sc, so, out, rc, ro).waitFor(); else c.allToAllV(in, sc, so, out, rc, ro);
+    } else {
+      if (async) c.allToAllVAsync(in, sc, out, rc).waitFor(); else c.allToAllV(in, sc, out, rc);
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(VProblem.class)
+  void allToAllVInvalidArgumentsOnOneRank(VProblem p) {
+    for (boolean async : new boolean[] {false, true}) {
+      String what = "allToAllV " + p + (async ? " async" : "");
+      List<Object> res = g.runCatching(r -> {
+        invokeV(g.comm(r), r == 1 ? p : null, async);
+        return null;
+      });
+      assertInstanceOf(IllegalArgumentException.class, res.get(1), what + " rank 1: " + res.get(1));
+      for (int r : new int[] {0, 2}) {
+        assertInstanceOf(CommMismatchException.class, res.get(r), what + " rank " + r + ": " + res.get(r));
+        assertTrue(((Exception) res.get(r)).getMessage().contains("rank 1 rejected its arguments"), what);
+      }
+      stillWorks(what);
+    }
+  }
+
   // ------------------------------------------------------------------ ranks disagree
 
   enum Mismatch { COUNT, DTYPE, OP, PREMUL_FACTOR, ROOT, COLLECTIVE }

@@ -1,5 +1,6 @@
 package io.sparkcomms.collectives.reliability;
 
+import io.sparkcomms.collectives.AllToAllVReference;
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CollectiveChecker;
@@ -7,6 +8,7 @@ import io.sparkcomms.collectives.CollectiveChecker.Shape;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.host.AllToAllVHarness;
 import java.util.SplittableRandom;
 
 /**
@@ -96,6 +98,21 @@ final class CallMix {
       case BARRIER:
         c.barrier();
         return "barrier";
+      case ALL_TO_ALL_V: {
+        // skewed per-peer counts (zeros, one receiver of everything, Zipf), packed or slot layout;
+        // checked element by element (and guards) against AllToAllVReference
+        DataType dt = new DataType[] {DataType.FLOAT32, DataType.INT64, DataType.BFLOAT16}[rnd.nextInt(3)];
+        long[] totals = new long[n];
+        for (int i = 0; i < n; i++) totals[i] = rnd.nextInt(Math.min(maxElems, 1 << 19) + 1);  // float32 codes need index < 1M
+        var skew = AllToAllVReference.Skew.values()[rnd.nextInt(AllToAllVReference.Skew.values().length)];
+        long[][] counts = AllToAllVReference.skewedCounts(totals, skew, rnd.nextLong());
+        long seed = rnd.nextLong();
+        boolean slots = rnd.nextBoolean();
+        AllToAllVHarness.Scenario sc = slots ? AllToAllVHarness.slots("mix", dt, counts, 3, seed, rnd.nextBoolean(), rnd.nextBoolean())
+            : AllToAllVHarness.packed("mix", dt, counts, 3, seed, rnd.nextBoolean(), rnd.nextBoolean());
+        ck.failures().addAll(AllToAllVHarness.runValid(c, sc));
+        return "allToAllV " + dt + " " + skew + (slots ? " slots" : " packed") + " totals " + java.util.Arrays.toString(totals);
+      }
       default:
         throw new AssertionError(kind);
     }

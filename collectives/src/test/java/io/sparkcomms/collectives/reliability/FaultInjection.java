@@ -44,6 +44,7 @@ public final class FaultInjection {
       new RowSpec("reduceScatter", Collective.REDUCE_SCATTER, Algorithm.AUTO),
       new RowSpec("allToAll", Collective.ALL_TO_ALL, Algorithm.AUTO),
       new RowSpec("broadcast", Collective.BROADCAST, Algorithm.AUTO),
+      new RowSpec("allToAllV", Collective.ALL_TO_ALL_V, Algorithm.AUTO),
       new RowSpec("barrier", Collective.BARRIER, Algorithm.AUTO));
 
   /** Settings of a run. */

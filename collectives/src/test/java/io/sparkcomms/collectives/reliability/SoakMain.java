@@ -201,7 +201,8 @@ public final class SoakMain {
 
   private static final Collective[] KINDS = {
       Collective.ALL_REDUCE, Collective.ALL_REDUCE, Collective.ALL_REDUCE, Collective.ALL_REDUCE,
-      Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL, Collective.BROADCAST, Collective.BARRIER};
+      Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL, Collective.BROADCAST, Collective.BARRIER,
+      Collective.ALL_TO_ALL_V};
 
   private static final Algorithm[] COMMS = {Algorithm.AUTO, Algorithm.FLAT, Algorithm.TREE, Algorithm.LP};
 
