@@ -1264,7 +1264,7 @@ extern "C" int sc_vendor_broadcast(sc_comm_t c, const void* s, void* r, size_t n
 // grouped send/recv, copy both count vectors to the host and wait for them (the host
 // synchronization sc_alltoallv avoids), then grouped send/recv of the data (packed layout).
 extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t* send_counts, void* recv,
-                                   int64_t* recv_counts, int dtype, void* stream) {
+                                   size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream) {
   SC_TRY(sc_vendor_check(c));
   const size_t es = sc_dtype_size(dtype);
   if (!es) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
@@ -1286,10 +1286,15 @@ extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t*
   if (e == gpuSuccess) e = gpuMemcpyAsync(hr, recv_counts, n * sizeof(int64_t), gpuMemcpyDeviceToHost, st);
   if (e == gpuSuccess) e = gpuStreamSynchronize(st);
   if (e != gpuSuccess) return sc_fail(SC_ERR_RUNTIME, "sc_vendor_alltoallv: counts to host: %s", gpuGetErrorString(e));
-  size_t so = 0, ro = 0;
+  size_t so = 0, ro = 0, rtot = 0;
+  for (int p = 0; p < n; ++p) {  // before any send/recv is queued (a partial group would hang peers)
+    if (hs[p] < 0 || hr[p] < 0) return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: negative count");
+    rtot += (size_t)hr[p];
+  }
+  if (rtot > recv_capacity)
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: %zu elements to receive, recv holds %zu", rtot, recv_capacity);
   res = g_vendor.GroupStart();
   for (int p = 0; p < n && res == 0; ++p) {
-    if (hs[p] < 0 || hr[p] < 0) { g_vendor.GroupEnd(); return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: negative count"); }
     if (hs[p]) res = g_vendor.Send((const char*)send + so * es, (size_t)hs[p], sc_vendor_dtype(dtype), p, c->vcomm, st);
     if (res == 0 && hr[p]) res = g_vendor.Recv((char*)recv + ro * es, (size_t)hr[p], sc_vendor_dtype(dtype), p, c->vcomm, st);
     so += (size_t)hs[p];
@@ -1441,9 +1446,26 @@ extern "C" int sc_alltoallv(sc_comm_t c, const void* send, size_t send_capacity,
   if ((send_offsets == nullptr) != (recv_offsets == nullptr))
     return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: give both send and receive offsets, or neither (packed)");
   if ((send_capacity && !send) || (recv_capacity && !recv)) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: null buffer");
-  if (send_capacity > (size_t)INT64_MAX || recv_capacity > (size_t)INT64_MAX)
-    return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: capacity too large");
   const size_t es = sc_dtype_size(dtype);
+  // Capacities bound every count the kernel accepts, so count * es cannot wrap.
+  if (send_capacity > (size_t)INT64_MAX / es || recv_capacity > (size_t)INT64_MAX / es)
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: capacity too large");
+  {
+    // In place is not supported on the device (the self block and the rounds would overwrite input
+    // still to be sent), and recv_counts must not alias what every block reads before the size
+    // exchange (another block of this rank may still be reading it when block 0 writes recv_counts).
+    auto overlap = [](const void* a, size_t an, const void* b, size_t bn) {
+      const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+      return a && b && an && bn && x < y + bn && y < x + an;
+    };
+    const size_t cb = (size_t)c->nranks * sizeof(int64_t);
+    if (overlap(send, send_capacity * es, recv, recv_capacity * es))
+      return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: send and recv overlap (in place is not supported on the GPU)");
+    if (overlap(recv_counts, cb, send_counts, cb) || overlap(recv_counts, cb, send_offsets, cb) ||
+        overlap(recv_counts, cb, recv_offsets, cb) || overlap(recv_counts, cb, send, send_capacity * es) ||
+        overlap(recv_counts, cb, recv, recv_capacity * es))
+      return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: recv_counts overlaps another argument");
+  }
   if (((uintptr_t)send % es) || ((uintptr_t)recv % es) || ((uintptr_t)send_counts % 8) || ((uintptr_t)recv_counts % 8) ||
       ((uintptr_t)send_offsets % 8) || ((uintptr_t)recv_offsets % 8))
     return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoallv: buffers must be aligned to their element size");
@@ -1464,11 +1486,17 @@ extern "C" int sc_alltoallv(sc_comm_t c, const void* send, size_t send_capacity,
   // the same grid, and the kernel's per-block barriers pair block b with block b.
   const int grid = SC_A2AV_BLOCKS < SC_MAX_BLOCKS ? SC_A2AV_BLOCKS : SC_MAX_BLOCKS;
   gpuStream_t st = (gpuStream_t)stream;
+  // Launched without advancing c->seq: the kernel's epochs live on the device, and the staging halves
+  // of the other collectives alternate by seq — a launch that is only captured into a graph (and does
+  // not run now) must not shift that alternation for the eager operations around it.
+  gpuError_t e;
   switch (es) {
-    case 2: sc_launch(c, sc_k_alltoallv<2>, grid, c->threads, st, c->dev, c->seq, a); break;
-    case 4: sc_launch(c, sc_k_alltoallv<4>, grid, c->threads, st, c->dev, c->seq, a); break;
-    default: sc_launch(c, sc_k_alltoallv<8>, grid, c->threads, st, c->dev, c->seq, a); break;
+    case 2: e = sc_launch_raw(c, sc_k_alltoallv<2>, grid, c->threads, st, c->dev, (uint64_t)0, a); break;
+    case 4: e = sc_launch_raw(c, sc_k_alltoallv<4>, grid, c->threads, st, c->dev, (uint64_t)0, a); break;
+    default: e = sc_launch_raw(c, sc_k_alltoallv<8>, grid, c->threads, st, c->dev, (uint64_t)0, a); break;
   }
+  if (e == gpuSuccess) e = gpuGetLastError();
+  c->launch_err = e;
   return sc_launch_check(c, "alltoallv");
 }
 
@@ -1478,8 +1506,11 @@ extern "C" int sc_alltoallv_status(sc_comm_t c, long long* status) {
   status[0] = w[0];
   std::atomic_thread_fence(std::memory_order_acquire);  // the code is written last (after a system fence)
   for (int i = 1; i < 5; ++i) status[i] = w[i];
-  if (status[0] != SC_A2AV_OK)
-    for (int i = 0; i < 5; ++i) w[i] = 0;
+  if (status[0] != SC_A2AV_OK) {
+    for (int i = 1; i < 5; ++i) w[i] = 0;
+    std::atomic_thread_fence(std::memory_order_release);
+    w[0] = 0;  // the code last: a kernel writing a new record sees a cleared slot only once it is whole
+  }
   return SC_OK;
 }
 

@@ -77,7 +77,7 @@ static int (*sc_fp_sc_vendor_comm_init)(sc_comm_t comm, const void* id) = 0;
 static int (*sc_fp_sc_vendor_allgather)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_vendor_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
 static int (*sc_fp_sc_vendor_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
-static int (*sc_fp_sc_vendor_alltoallv)(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, int64_t* recv_counts, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_vendor_alltoallv)(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream) = 0;
 
 /* Loads the GPU library at `path`; 0 on success, else 1 with the reason in sc_dispatch_error(). */
 static int sc_dispatch_open(const char* path) {
@@ -296,5 +296,5 @@ int sc_vendor_comm_init(sc_comm_t comm, const void* id) { if (!sc_fp_sc_vendor_c
 int sc_vendor_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_vendor_allgather) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_allgather(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_vendor_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_vendor_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, stream); }
 int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_vendor_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_broadcast(comm, send, recv, count, dtype, root, stream); }
-int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, int64_t* recv_counts, int dtype, void* stream) { if (!sc_fp_sc_vendor_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_alltoallv(comm, send, send_counts, recv, recv_counts, dtype, stream); }
+int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream) { if (!sc_fp_sc_vendor_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_alltoallv(comm, send, send_counts, recv, recv_capacity, recv_counts, dtype, stream); }
 #endif

@@ -168,7 +168,9 @@ SC_API int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t cou
  * no host synchronization, capturable into a graph. The sizes are checked on the device on every
  * rank before any data moves; when they do not fit (see SC_A2AV_*), recv_counts are written,
  * nothing else, and the communicator's allToAllV status records the first problem:
- * read it with sc_alltoallv_status after the stream work completed. Capacities are in elements. */
+ * read it with sc_alltoallv_status after the stream work completed (one record per communicator:
+ * read it after each call when several could fail). Capacities are in elements. Not in place: send
+ * and recv must not overlap, nor recv_counts any other argument (SC_ERR_INVALID_ARG). */
 SC_API int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts,
                  const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts,
                  const int64_t* recv_offsets, int dtype, void* stream);
@@ -225,10 +227,10 @@ SC_API int sc_vendor_reducescatter(sc_comm_t comm, const void* send, void* recv,
 SC_API int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype,
                         int root, void* stream);
 /* Baseline for sc_alltoallv (packed layout): counts exchanged by grouped send/recv, copied to the
- * host and waited for, then grouped send/recv of the data. No capacity check (the benchmark sizes
- * the buffers). */
+ * host and waited for, then grouped send/recv of the data. Negative counts or more than recv_capacity
+ * elements to receive fail before any data is queued (on the rank that sees it only). */
 SC_API int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv,
-                        int64_t* recv_counts, int dtype, void* stream);
+                        size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream);
 
 #ifdef __cplusplus
 }

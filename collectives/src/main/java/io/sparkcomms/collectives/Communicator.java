@@ -57,6 +57,12 @@ public interface Communicator extends AutoCloseable {
    * negative or runs past {@code in}, no rank writes any {@code out} (recvCounts are still written) and
    * every rank raises {@link CommCapacityException} naming the receiver, sender, count and capacity;
    * the communicator stays usable. Nothing is ever written outside {@code out} and {@code recvCounts}.
+   *
+   * <p>In place ({@code in} and {@code out} the same memory) works on the host backend; the GPU backend
+   * refuses overlapping {@code in}/{@code out} and a {@code recvCounts} that overlaps another argument
+   * ({@link IllegalArgumentException}). As for every GPU collective, a rank whose arguments are refused
+   * locally raises at once and its peers time out, while size problems found by the kernel (above) are
+   * raised on every rank.
    */
   void allToAllV(Tensor in, Tensor sendCounts, Tensor out, Tensor recvCounts);
 

@@ -137,5 +137,5 @@ public final class SparkCommsNative {
   public static native int sc_vendor_allgather(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, Pointer stream);
   public static native int sc_vendor_reducescatter(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, Pointer stream);
   public static native int sc_vendor_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
-  public static native int sc_vendor_alltoallv(sc_comm comm, @Const Pointer send, @Cast("const int64_t*") Pointer send_counts, Pointer recv, @Cast("int64_t*") Pointer recv_counts, int dtype, Pointer stream);
+  public static native int sc_vendor_alltoallv(sc_comm comm, @Const Pointer send, @Cast("const int64_t*") Pointer send_counts, Pointer recv, @Cast("size_t") long recv_capacity, @Cast("int64_t*") Pointer recv_counts, int dtype, Pointer stream);
 }

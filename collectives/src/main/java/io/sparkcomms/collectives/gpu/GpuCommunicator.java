@@ -7,6 +7,7 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommAbortedException;
 import io.sparkcomms.collectives.CommCapacityException;
 import io.sparkcomms.collectives.CommException;
+import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.Splits;
@@ -158,21 +159,26 @@ public final class GpuCommunicator extends AbstractCommunicator {
       executeStaged(c, problem);
       return;
     }
+    if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
     launch(c, problem);
     Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
-    if (c.kind() == Collective.ALL_TO_ALL_V) checkAllToAllV();
+    if (c.kind() == Collective.ALL_TO_ALL_V) {
+      RuntimeException e = allToAllVProblem();
+      if (e != null) throw e;
+    }
   }
 
   /**
-   * Raises the first allToAllV size problem the kernels recorded since the last check (the record is
-   * on host-mapped memory, read after the stream work completed). Every rank's kernel reached the
-   * same verdict from the same size matrix, so every rank raises here.
+   * The allToAllV size problem the kernel recorded (host-mapped memory, read after the stream work
+   * completed), as the exception to raise, or null. Every rank's kernel reached the same verdict from
+   * the same size matrix, so every rank raises it at the same call. The record is one per
+   * communicator, so at most one allToAllV is in flight from here ({@link #finishPreviousAllToAllV}).
    */
-  private void checkAllToAllV() {
+  private CommMismatchException allToAllVProblem() {
     long[] st = new long[5];
     Native.check(SparkCommsNative.sc_alltoallv_status(comm, st), "sc_alltoallv_status");
-    if (st[0] == SparkCommsNative.SC_A2AV_OK) return;
+    if (st[0] == SparkCommsNative.SC_A2AV_OK) return null;
     String m = switch ((int) st[0]) {
       case SparkCommsNative.SC_A2AV_OVERFLOW -> "rank " + st[1] + " would receive " + st[3] + " elements from rank " + st[2]
           + " but has room for " + st[4];
@@ -185,7 +191,23 @@ public final class GpuCommunicator extends AbstractCommunicator {
           + (st[3] != 0 ? " passed offsets" : " used the packed layout") + ")";
       default -> "status " + st[0];
     };
-    throw new CommCapacityException("allToAllV: " + m + "; no output was written (recvCounts were)");
+    if (st[0] == SparkCommsNative.SC_A2AV_MISMATCH) {
+      return new CommMismatchException("allToAllV: " + m + "; no output was written (recvCounts were)");
+    }
+    return new CommCapacityException("allToAllV: " + m + "; no output was written (recvCounts were)");
+  }
+
+  /** The last asynchronous allToAllV, until its size verdict has been read. */
+  private volatile EventWork lastAllToAllV;
+
+  /**
+   * Waits for the previous asynchronous allToAllV (its verdict goes to its own Work, raised by that
+   * Work's waitFor), so that the single status record belongs to the call about to be launched.
+   */
+  private void finishPreviousAllToAllV() {
+    EventWork w = lastAllToAllV;
+    lastAllToAllV = null;
+    if (w != null) w.settle();
   }
 
   @Override protected Work enqueue(CollectiveCall c, String problem) {
@@ -193,14 +215,17 @@ public final class GpuCommunicator extends AbstractCommunicator {
       executeStaged(c, problem); // host memory: the copies make it synchronous
       return COMPLETED;
     }
+    boolean v = c.kind() == Collective.ALL_TO_ALL_V;
+    if (v) finishPreviousAllToAllV();
     launch(c, problem);
     Pointer ev = new Pointer((Pointer) null);
     Native.check(SparkCommsNative.sc_event_create(ev), "sc_event_create");
     Native.check(SparkCommsNative.sc_event_record(ev, stream), "sc_event_record");
-    EventWork w = new EventWork(ev, c.kind().apiName());
+    EventWork w = new EventWork(ev, c.kind().apiName(), v);
+    if (v) lastAllToAllV = w;
     synchronized (pending) {
-      pending.removeIf(EventWork::isCompleted);
-      while (pending.size() >= MAX_PENDING) pending.pollFirst().waitFor();
+      pending.removeIf(EventWork::poll);  // housekeeping: a failure stays with its own Work
+      while (pending.size() >= MAX_PENDING) pending.pollFirst().settle();
       pending.addLast(w);
     }
     return w;
@@ -280,6 +305,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   /** allToAllV on host tensors: data and sizes copied to device scratch, the kernel, copies back. */
   private void executeStagedV(CollectiveCall c) {
+    finishPreviousAllToAllV();
     HostTensor hin = (HostTensor) c.in(), hout = (HostTensor) c.out();
     Splits sp = c.splits();
     scratchIn = grow(scratchIn, hin.bytes());
@@ -301,7 +327,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
     d[2].copyTo((HostTensor) sp.recvCounts());
-    checkAllToAllV();
+    RuntimeException problem = allToAllVProblem();
+    if (problem != null) throw problem;
     dout.copyTo(hout);
   }
 
@@ -352,11 +379,11 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
     Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     synchronized (pending) {
-      pending.forEach(EventWork::isCompleted); // all done now: releases their events
+      pending.forEach(EventWork::poll); // all done now: releases their events; failures stay with their Work
       pending.clear();
     }
+    finishPreviousAllToAllV();
     Native.check(SparkCommsNative.sc_comm_check(comm), "collective");
-    checkAllToAllV();
   }
 
   @Override public void abort(String reason) {
@@ -371,13 +398,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     SparkCommsNative.sc_stream_synchronize(ownStream);
     if (stream != ownStream) SparkCommsNative.sc_stream_synchronize(stream);
     synchronized (pending) {
-      for (EventWork w : pending) {
-        try {
-          w.isCompleted();
-        } catch (RuntimeException e) {
-          // reported to whoever waits on it; the events are released either way
-        }
-      }
+      for (EventWork w : pending) w.poll(); // releases the events; failures are reported to whoever waits
       pending.clear();
     }
     SparkCommsNative.sc_comm_destroy(comm);
@@ -387,30 +408,62 @@ public final class GpuCommunicator extends AbstractCommunicator {
     if (scratchSplits != null) scratchSplits.close();
   }
 
-  /** Work on a device event: completion is the event's; waiting polls it within the timeout. */
+  /**
+   * Work on a device event: completion is the event's; waiting polls it within the timeout. The
+   * outcome (a device-side timeout or abort, an allToAllV size verdict) is recorded once when the event
+   * completes and raised by this Work's {@link #isCompleted()} / {@link #waitFor()}, never by another
+   * call's housekeeping.
+   */
   private final class EventWork implements Work {
     private final Pointer event;
     private final String what;
+    private final boolean allToAllV;
     private boolean done;
+    private RuntimeException failure;
 
-    EventWork(Pointer event, String what) {
+    EventWork(Pointer event, String what, boolean allToAllV) {
       this.event = event;
       this.what = what;
+      this.allToAllV = allToAllV;
     }
 
-    @Override public synchronized boolean isCompleted() {
+    /** Whether the work completed (recording its outcome the first time); never throws its failure. */
+    synchronized boolean poll() {
       if (done) return true;
       int[] d = new int[1];
-      Native.check(SparkCommsNative.sc_event_query(event, d), "sc_event_query");
-      if (d[0] == 1) finish();
+      int st = SparkCommsNative.sc_event_query(event, d);
+      if (st != SparkCommsNative.SC_OK) {
+        failure = new CommException(what + ": sc_event_query failed: " + SparkCommsNative.sc_last_error());
+        d[0] = 1;
+      }
+      if (d[0] == 1) {
+        done = true;
+        SparkCommsNative.sc_event_destroy(event);
+        try {
+          Native.check(SparkCommsNative.sc_comm_check(comm), what); // a device-side timeout or abort
+          if (allToAllV) {
+            RuntimeException p = allToAllVProblem(); // this call's verdict: the only allToAllV in flight
+            if (failure == null) failure = p;
+          }
+        } catch (RuntimeException e) {
+          if (failure == null) failure = e;
+        } finally {
+          if (lastAllToAllV == this) lastAllToAllV = null;
+        }
+      }
       return done;
     }
 
-    private void finish() {
-      done = true;
-      SparkCommsNative.sc_event_destroy(event);
-      Native.check(SparkCommsNative.sc_comm_check(comm), what); // a device-side timeout or abort
-      if (what.equals(Collective.ALL_TO_ALL_V.apiName())) checkAllToAllV();
+    /** Blocks (bounded) until completed; the failure stays recorded for waitFor. */
+    void settle() {
+      long deadline = System.nanoTime() + options.timeout().multipliedBy(2).toNanos();
+      while (!poll() && System.nanoTime() < deadline) Thread.onSpinWait();
+    }
+
+    @Override public boolean isCompleted() {
+      boolean d = poll();
+      if (d && failure != null) throw failure;
+      return d;
     }
 
     @Override public void waitFor() {
