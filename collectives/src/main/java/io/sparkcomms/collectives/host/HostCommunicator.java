@@ -480,8 +480,12 @@ public final class HostCommunicator extends AbstractCommunicator {
       at += counts[i][rank];
     }
     HostTensor src = in;
-    if (rounds > 1 && (in == out || (in.array() != null && in.array() == out.array()))) {
-      src = snapshot(in); // in place over several rounds: later rounds read input that earlier ones overwrite
+    // In place over several rounds, later rounds would read input that earlier ones overwrote: copy the
+    // input first. Arrays are compared by identity; two direct buffers may be views of one memory
+    // region that Java cannot compare cheaply, so they are copied too (multi-round calls only).
+    boolean mayAlias = in == out || (in.array() != null ? in.array() == out.array() : out.array() == null);
+    if (rounds > 1 && mayAlias) {
+      src = snapshot(in);
     }
     for (long r = 0; r < rounds; r++) {
       long lo = r * kmax, hi = lo + kmax;

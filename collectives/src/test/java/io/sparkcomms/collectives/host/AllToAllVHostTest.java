@@ -179,6 +179,23 @@ class AllToAllVHostTest {
         return java.util.Arrays.equals(rc, want.recvCounts) ? "ok" : "rank " + r + ": recvCounts wrong";
       });
       res.forEach(o -> assertEquals("ok", o));
+
+      // in place through two different views of one direct buffer (not the same object)
+      List<Object> res2 = g.run(r -> {
+        java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocateDirect(4 * 3000).order(java.nio.ByteOrder.nativeOrder());
+        for (int i = 0; i < 3000; i++) buf.putInt(4 * i, (int) AllToAllVHarness.enc(DataType.FLOAT32, r, i));
+        long[] rc = new long[n];
+        g.comm(r).allToAllV(HostTensor.wrap(buf, DataType.FLOAT32), HostTensor.of(counts[r]),
+            HostTensor.wrap(buf.duplicate().order(java.nio.ByteOrder.nativeOrder()), DataType.FLOAT32), HostTensor.of(rc));
+        AllToAllVReference.RankResult want = AllToAllVReference.expected(n, new long[] {3000, 3000, 3000},
+            new long[] {3000, 3000, 3000}, counts, null, null).ranks[r];
+        for (int p = 0; p < 3000; p++) {
+          long e = AllToAllVHarness.enc(DataType.FLOAT32, want.srcRank[p], want.srcIndex[p]);
+          if ((buf.getInt(4 * p) & 0xFFFFFFFFL) != e) return "rank " + r + ": aliased-views out[" + p + "] wrong";
+        }
+        return "ok";
+      });
+      res2.forEach(o -> assertEquals("ok", o));
     }
   }
 
