@@ -93,7 +93,10 @@ public final class TrainLogisticRegression {
     double[] meanSq = VectorColumns.summary(squares, "sq", barrier).mean();
     double[] std = new double[mean.length];
     for (int j = 0; j < std.length; j++) std[j] = Math.sqrt(Math.max(meanSq[j] - mean[j] * mean[j], 1e-12));
-    JavaRDD<LabeledVector> all = LabeledVector.fromDataset(raw, "features", "label").map(v -> {
+    // Collected in id order: the repartitioned rows' order depends on how many executor cores had
+    // registered when the job started (the local collection's input partitioning), and the split below
+    // must not.
+    JavaRDD<LabeledVector> all = LabeledVector.fromDataset(raw.orderBy("id"), "features", "label").map(v -> {
       float[] x = v.features();
       float[] z = new float[x.length];
       for (int j = 0; j < x.length; j++) z[j] = (float) ((x[j] - mean[j]) / std[j]);
