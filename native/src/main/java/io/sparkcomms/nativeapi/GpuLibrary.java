@@ -41,6 +41,13 @@ public final class GpuLibrary {
 
   public static boolean available() { return status().available(); }
 
+  /** GPUs the loaded library sees (0 when the runtime cannot count them); requires the backend. */
+  public static int deviceCount() {
+    require();
+    int[] n = new int[1];
+    return SparkCommsNative.sc_device_count(n) == SparkCommsNative.SC_OK ? n[0] : 0;
+  }
+
   /** Throws {@link IllegalStateException} with the reason when the GPU backend is unavailable. */
   public static void require() {
     Status s = status();

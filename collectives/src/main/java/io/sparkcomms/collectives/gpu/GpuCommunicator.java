@@ -160,9 +160,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       return;
     }
     if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
-    launch(c, problem);
-    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
-    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    launchAndWait(c, problem);
     if (c.kind() == Collective.ALL_TO_ALL_V) {
       RuntimeException e = allToAllVProblem();
       if (e != null) throw e;
@@ -272,6 +270,13 @@ public final class GpuCommunicator extends AbstractCommunicator {
     }
   }
 
+  /** Launches the call and waits for the stream; raises a device-side timeout or abort. */
+  private void launchAndWait(CollectiveCall c, String problem) {
+    launch(c, problem);
+    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+  }
+
   private static Pointer dev(Tensor t) { return t == null ? null : ((DeviceTensor) t).pointer(); }
 
   private static final Work COMPLETED = new Work() {
@@ -297,9 +302,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       dout = DeviceTensor.wrap(scratchOut.address(), hout.dtype(), hout.count(), device);
     }
     CollectiveCall dc = new CollectiveCall(c.kind(), din, dout, c.op(), c.root(), c.dtype(), c.count(), c.algorithm(), c.messageBytes());
-    launch(dc, null);
-    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
-    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    launchAndWait(dc, null);
     dout.copyTo(hout);
   }
 
@@ -322,10 +325,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
     }
     din.copyFrom(hin);
     dout.copyFrom(hout); // what the collective does not write keeps the caller's values
-    launch(new CollectiveCall(c.kind(), din, dout, null, 0, c.dtype(), 0, c.algorithm(), c.messageBytes(),
+    launchAndWait(new CollectiveCall(c.kind(), din, dout, null, 0, c.dtype(), 0, c.algorithm(), c.messageBytes(),
         new Splits(d[0], d[1], d[2], d[3])), null);
-    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
-    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
     d[2].copyTo((HostTensor) sp.recvCounts());
     RuntimeException problem = allToAllVProblem();
     if (problem != null) throw problem;

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.sparkcomms.nativeapi.GpuLibrary;
-import io.sparkcomms.nativeapi.SparkCommsNative;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -15,10 +14,9 @@ class GpuSuiteTest {
   static int gpus() {
     GpuLibrary.Status s = GpuLibrary.status();
     assumeTrue(s.available(), "GPU tests skipped: " + s.reason());
-    int[] n = new int[1];
-    SparkCommsNative.sc_device_count(n);
-    assumeTrue(n[0] >= 2, "GPU tests skipped: need 2 GPUs, found " + n[0]);
-    return n[0];
+    int n = GpuLibrary.deviceCount();
+    assumeTrue(n >= 2, "GPU tests skipped: need 2 GPUs, found " + n);
+    return n;
   }
 
   @Test void twoGpusInOneProcess() throws Exception {

@@ -223,14 +223,11 @@ public final class FaultInjection {
     // GPU workers report what their process still holds when a trial starts (after closing the last
     // communicator, often one that a fault broke): communicators, peers' IPC mappings, allocations.
     for (Worker w : all) {
-      synchronized (w.history) {
-        for (String l : w.history) {
-          if (!l.startsWith("RES ")) continue;
-          sum.gpuResidueChecks++;
-          if (!l.endsWith(" 0 0 0")) {
-            sum.gpuResidue++;
-            if (sum.gpuResidueLines.size() < 5) sum.gpuResidueLines.add(l);
-          }
+      for (String l : w.printed("RES ")) {
+        sum.gpuResidueChecks++;
+        if (!l.endsWith(" 0 0 0")) {
+          sum.gpuResidue++;
+          if (sum.gpuResidueLines.size() < 5) sum.gpuResidueLines.add(l);
         }
       }
     }
@@ -246,14 +243,7 @@ public final class FaultInjection {
   /** Waits (bounded) until every worker printed "CREATED id" (a GPU communicator takes ~1 s to build). */
   private static void awaitCreated(Worker[] ws, String id, long deadline) {
     for (Worker w : ws) {
-      while (System.nanoTime() < deadline) {
-        boolean seen;
-        synchronized (w.history) {
-          seen = w.history.stream().anyMatch(l -> l.startsWith("CREATED " + id + " "));
-        }
-        if (seen) break;
-        LockSupport.parkNanos(200_000);
-      }
+      while (System.nanoTime() < deadline && w.printed("CREATED " + id + " ").isEmpty()) LockSupport.parkNanos(200_000);
     }
   }
 

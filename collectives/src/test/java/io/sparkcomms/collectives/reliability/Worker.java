@@ -128,6 +128,13 @@ final class Worker implements AutoCloseable {
     }
   }
 
+  /** Every line read so far that starts with {@code prefix} (consumed or not). */
+  List<String> printed(String prefix) {
+    synchronized (history) {
+      return history.stream().filter(l -> l.startsWith(prefix)).toList();
+    }
+  }
+
   /** Lines already read and not yet consumed. */
   List<Line> drain() {
     List<Line> out = new ArrayList<>();

@@ -117,12 +117,7 @@ public final class WorkerMain {
     }
   }
 
-  private static int gpuCount() {
-    int[] n = new int[1];
-    io.sparkcomms.nativeapi.GpuLibrary.require();
-    io.sparkcomms.nativeapi.SparkCommsNative.sc_device_count(n);
-    return Math.max(1, n[0]);
-  }
+  private static int gpuCount() { return Math.max(1, io.sparkcomms.nativeapi.GpuLibrary.deviceCount()); }
 
   /** Reports the segment path that rank 0 publishes in the first rendezvous round. */
   private static final class Recording implements Rendezvous {
