@@ -4,10 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -36,18 +33,6 @@ class AllToAllVMultiProcessTest {
     }
   }
 
-  private static CompletableFuture<List<String>> lines(Process p) {
-    return CompletableFuture.supplyAsync(() -> {
-      List<String> out = new ArrayList<>();
-      try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String l; (l = r.readLine()) != null; ) out.add(l);
-      } catch (IOException e) {
-        out.add("IO " + e);
-      }
-      return out;
-    });
-  }
-
   @ParameterizedTest(name = "{0} processes")
   @ValueSource(ints = {2, 4})
   void skewedAllToAllVAcrossProcesses(int n) throws Exception {
@@ -60,7 +45,7 @@ class AllToAllVMultiProcessTest {
       pb.redirectErrorStream(true);
       Process p = pb.start();
       procs.add(p);
-      outs.add(lines(p));
+      outs.add(MultiProcessTest.lines(p, null));
     }
     for (int r = 0; r < n; r++) {
       assertTrue(procs.get(r).waitFor(120, TimeUnit.SECONDS), "rank " + r + " did not finish");

@@ -53,8 +53,8 @@ class MultiProcessTest {
     return p;
   }
 
-  /** Collects a process's output lines asynchronously. */
-  private static CompletableFuture<List<String>> lines(Process p, CompletableFuture<Void> ready) {
+  /** Collects a process's output lines asynchronously ({@code ready}, if given, completes at "READY"). */
+  static CompletableFuture<List<String>> lines(Process p, CompletableFuture<Void> ready) {
     return CompletableFuture.supplyAsync(() -> {
       List<String> out = new ArrayList<>();
       try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
