@@ -549,6 +549,8 @@ struct sc_comm {
   int lp_fmt = SC_FP8_E4M3FN;
   size_t lp_min = 16u << 20; // AUTO threshold
   int lp_auto = 0;           // mask: 1 allreduce, 2 allgather, 4 reducescatter, 8 alltoall
+  int lp_oneshot_max = 2;    // LP allreduce is one-shot up to this many ranks, two-shot above
+  int lp_max_blocks = 0;     // CTA cap of the LP kernels (0: max_blocks)
 };
 
 static size_t sc_env_size(const char* name, size_t dflt) {
@@ -621,6 +623,9 @@ static void sc_lp_defaults(sc_comm* c) {
   const long long bs = (long long)sc_env_size("SPARKCOMMS_LP_BLOCK_SIZE", 128);
   c->lp_bs = sc_lp_block_ok(bs) ? (int)bs : 128;
   c->lp_min = sc_env_size("SPARKCOMMS_LP_MIN_BYTES", (size_t)16 << 20);
+  c->lp_oneshot_max = (int)sc_env_size("SPARKCOMMS_LP_ONESHOT_MAX_RANKS", 2);
+  const size_t lpb = sc_env_size("SPARKCOMMS_LP_MAX_BLOCKS", 0);
+  c->lp_max_blocks = lpb <= SC_MAX_BLOCKS ? (int)lpb : 0;
   const int all = sc_env_flag("RCCL_LOW_PRECISION_ENABLE", 0);
   static const char* per[4] = {"RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
                                "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
@@ -948,10 +953,17 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
       return sc_fail(SC_ERR_INVALID_ARG, "fp8_format %lld: SC_FP8_E4M3FN (0) or SC_FP8_E4M3FNUZ (1)", value);
     c->lp_fmt = (int)value;
   } else if (!strcmp(key, "lp_min_bytes")) c->lp_min = (size_t)value;
+  else if (!strcmp(key, "lp_oneshot_max_ranks")) {
+    if (value < 0 || value > SC_MAX_RANKS) return sc_fail(SC_ERR_INVALID_ARG, "lp_oneshot_max_ranks %lld outside 0..%d", value, SC_MAX_RANKS);
+    c->lp_oneshot_max = (int)value;
+  } else if (!strcmp(key, "lp_max_blocks")) {
+    if (value < 0 || value > SC_MAX_BLOCKS) return sc_fail(SC_ERR_INVALID_ARG, "lp_max_blocks %lld outside 0..%d", value, SC_MAX_BLOCKS);
+    c->lp_max_blocks = (int)value;
+  }
   else if (!strcmp(key, "lp_auto")) {
     if (value > 15) return sc_fail(SC_ERR_INVALID_ARG, "lp_auto %lld: a mask of 1|2|4|8", value);
     c->lp_auto = (int)value;
-  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto)", key);
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks)", key);
   return SC_OK;
 }
 
@@ -1540,7 +1552,15 @@ static size_t sc_lp_blocks_fit(sc_comm* c, size_t nslots) {
   return m;
 }
 
-static int sc_lp_grid(sc_comm* c, size_t blocks) { return sc_blocks_for(c, blocks * 32); }
+// CTAs for a run operation over `nb` quantization blocks (lanes per block: lp_runs.cuh).
+static int sc_lp_grid(sc_comm* c, size_t nb) {
+  const size_t bs = (size_t)c->lp_bs, l = bs / 16;
+  const bool vec = bs % 16 == 0 && bs <= 512 && (l & (l - 1)) == 0;
+  const size_t units = nb * (vec ? l : 32);
+  if (c->lp_max_blocks <= 0) return sc_blocks_for(c, units);
+  const size_t b = (units + c->threads - 1) / c->threads;
+  return (int)(b < 1 ? 1 : (b > (size_t)c->lp_max_blocks ? (size_t)c->lp_max_blocks : b));
+}
 
 static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int op, void* stream) {
   SC_TRY(sc_lp_check(c, send, recv, dtype, op, "sc_allreduce(LP)"));
@@ -1555,11 +1575,30 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
   if (n == 1) {  // quantize + dequantize locally, same numerics as the n-rank path's own slice
     return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): needs 2..8 ranks");
   }
+  const ScFp8 f = sc_fp8_format(c->lp_fmt);
+  if (n <= c->lp_oneshot_max) {
+    // One-shot: n slots per half, each a whole chunk's run.
+    const size_t m = sc_lp_blocks_fit(c, (size_t)n);
+    if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
+    const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs)), cap = m * bs;
+    for (size_t off = 0; off < count; off += cap) {
+      const size_t k = count - off < cap ? count - off : cap;
+      const int blocks = sc_lp_grid(c, (k + bs - 1) / bs);
+      const char* s = (const char*)send + off * es;
+      char* r = (char*)recv + off * es;
+#define SC_LP_AR1(DT, OP) sc_launch(c, sc_k_lp_allreduce_oneshot<DT, OP>, blocks, c->threads, st, c->dev, c->seq, \
+                                    (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f)
+      if (dtype == SC_FLOAT32) { if (op == SC_SUM) SC_LP_AR1(SC_DT_F32, SC_OP_SUM); else SC_LP_AR1(SC_DT_F32, SC_OP_AVG); }
+      else { if (op == SC_SUM) SC_LP_AR1(SC_DT_BF16, SC_OP_SUM); else SC_LP_AR1(SC_DT_BF16, SC_OP_AVG); }
+#undef SC_LP_AR1
+      SC_TRY(sc_launch_check(c, "allreduce_lp"));
+    }
+    return SC_OK;
+  }
   const size_t m = sc_lp_blocks_fit(c, 2 * (size_t)n);  // blocks per slice per chunk
   if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
   const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs));
   const size_t cap = m * bs * (size_t)n;
-  const ScFp8 f = sc_fp8_format(c->lp_fmt);
   for (size_t off = 0; off < count; off += cap) {
     const size_t k = count - off < cap ? count - off : cap;
     const size_t nb = (k + bs - 1) / bs;

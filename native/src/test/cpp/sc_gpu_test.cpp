@@ -750,6 +750,18 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
 }
 
 // LP allreduce vs NCCL (and DDA tree) with the error of each LP size on N(0,1) data.
+static std::string human(size_t b) {
+  char buf[32];
+  if (b >= (1u << 30)) snprintf(buf, sizeof(buf), "%zu GB", b >> 30);
+  else if (b >= (1u << 20)) snprintf(buf, sizeof(buf), "%zu MB", b >> 20);
+  else if (b >= 1024) snprintf(buf, sizeof(buf), "%zu KB", b >> 10);
+  else snprintf(buf, sizeof(buf), "%zu B", b);
+  return buf;
+}
+
+// LP allreduce benchmark: one-shot and two-shot LP (two CTA caps for the one-shot), DDA tree and
+// NCCL, 1 MB .. max_bytes, fp32 and bf16, N(0,1) data; error columns: relative L2 error of the
+// LP output (first <= 16M elements) against a float64 sum of every rank's input.
 static void run_lp_bench(Ctx& c, size_t max_bytes, int iters) {
   DevBuf s, rb;
   s.ensure(max_bytes);
@@ -757,6 +769,8 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters) {
   void *e0, *e1;
   SC(sc_event_create(&e0));
   SC(sc_event_create(&e1));
+  const size_t pat = std::min(max_bytes / 4, (size_t)16 << 20);  // pattern length (elements), tiled
+  std::vector<std::vector<float>> in(c.n);  // every rank's input pattern, as the device sees it
   auto time_one = [&](size_t bytes, int dt, int algo) -> double {
     const size_t count = bytes / DT_SIZE[dt];
     const int it = bytes >= (256u << 20) ? std::max(iters / 4, 10) : iters;
@@ -777,39 +791,61 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters) {
     for (int q = 0; q < c.n; ++q) mx = std::max(mx, all[q]);
     return mx;
   };
-  if (c.rank == 0) printf("| size | dtype | lp_us | tree_us | nccl_us | lp vs nccl | lp busbw GB/s |\n|---:|---|---:|---:|---:|---:|---:|\n");
+  // relative L2 error of rb (the last call's output) over its first min(count, pat) elements
+  auto err_of = [&](size_t bytes, int dt) -> double {
+    const size_t m = std::min(bytes / DT_SIZE[dt], pat);
+    std::vector<unsigned char> out(m * DT_SIZE[dt]);
+    SC(sc_memcpy_dtoh(out.data(), rb.p, out.size(), nullptr));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < m; ++i) {
+      double ref = 0;
+      for (int q = 0; q < c.n; ++q) ref += in[q][i];
+      float g;
+      if (dt == SC_FLOAT32) memcpy(&g, &out[4 * i], 4);
+      else { uint16_t b; memcpy(&b, &out[2 * i], 2); g = bf2f(b); }
+      num += (g - ref) * (g - ref);
+      den += ref * ref;
+    }
+    return den > 0 ? sqrt(num / den) : 0;
+  };
+  if (c.rank == 0)
+    printf("| size | dtype | lp 1-shot us | err | lp 1-shot 256 CTAs us | lp 2-shot us | err | tree us | nccl us | "
+           "1-shot vs nccl | 2-shot vs nccl | 1-shot busbw GB/s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
-    {  // N(0,1) data in the send buffer
-      const size_t cnt = max_bytes / DT_SIZE[dt];
-      std::vector<float> v(std::min(cnt, (size_t)16 << 20)), seen;
-      uint64_t t = c.seed + 77 * (c.rank + 1);
+    for (int q = 0; q < c.n; ++q) {  // N(0,1) patterns of every rank, bf16-rounded for bf16
+      std::vector<float> v(pat);
+      uint64_t t = c.seed + 77 * (q + 1);
       for (auto& x : v) x = (float)nrand(t);
       std::vector<unsigned char> b;
-      lp_pack(v, dt, b, seen);
-      for (size_t off = 0; off < max_bytes; off += b.size())
-        SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
+      lp_pack(v, dt, b, in[q]);
+      if (q == c.rank)
+        for (size_t off = 0; off < max_bytes; off += b.size())
+          SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
     }
-    for (size_t bytes = (size_t)16 << 20; bytes <= max_bytes; bytes *= 4) {
-      const double lp = time_one(bytes, dt, SC_ALGO_LP);
+    for (size_t bytes = (size_t)1 << 20; bytes <= max_bytes; bytes *= 4) {
+      SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));
+      const double lp1 = time_one(bytes, dt, SC_ALGO_LP);
+      const double err1 = err_of(bytes, dt);
+      SC(sc_comm_set_option(c.comm, "lp_max_blocks", 256));
+      const double lp1b = time_one(bytes, dt, SC_ALGO_LP);
+      SC(sc_comm_set_option(c.comm, "lp_max_blocks", 0));
+      SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 1));
+      const double lp2 = time_one(bytes, dt, SC_ALGO_LP);
+      const double err2 = err_of(bytes, dt);
+      SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 2));
       const double tree = time_one(bytes, dt, SC_ALGO_TREE);
       const double nccl = c.vendor ? time_one(bytes, dt, SC_ALGO_VENDOR) : 0;
       if (c.rank == 0)
-        printf("| %zu MB | %s | %.1f | %.1f | %.1f | %.2fx | %.1f |\n", bytes >> 20, DT_NAME[dt], lp, tree, nccl,
-               nccl > 0 ? nccl / lp : 0, bytes / (lp * 1e-6) / 1e9 * 2.0 * (c.n - 1) / c.n);
+        printf("| %s | %s | %.1f | %.4f | %.1f | %.1f | %.4f | %.1f | %.1f | %.2fx | %.2fx | %.1f |\n", human(bytes).c_str(),
+               DT_NAME[dt], lp1, err1, lp1b, lp2, err2, tree, nccl, nccl > 0 ? nccl / lp1 : 0, nccl > 0 ? nccl / lp2 : 0,
+               bytes / (lp1 * 1e-6) / 1e9 * 2.0 * (c.n - 1) / c.n);
+      fflush(stdout);
     }
   }
   sc_event_destroy(e0);
   sc_event_destroy(e1);
 }
 
-static std::string human(size_t b) {
-  char buf[32];
-  if (b >= (1u << 30)) snprintf(buf, sizeof(buf), "%zu GB", b >> 30);
-  else if (b >= (1u << 20)) snprintf(buf, sizeof(buf), "%zu MB", b >> 20);
-  else if (b >= 1024) snprintf(buf, sizeof(buf), "%zu KB", b >> 10);
-  else snprintf(buf, sizeof(buf), "%zu B", b);
-  return buf;
-}
 
 static void print_bench(const std::vector<BenchRow>& rows, int n, const char* md_path, const char* csv_path) {
   std::string md;

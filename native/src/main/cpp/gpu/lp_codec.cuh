@@ -360,34 +360,4 @@ SC_DEV void sc_lp_sum_requant_block(const char* const (&runs)[SC_MAX_RANKS], int
   }
 }
 
-// ---- stand-alone codec kernels (tests, and the oracle comparison with the Java codecs) ----
-template <int DT>
-__global__ void __launch_bounds__(SC_THREADS)
-sc_k_lp_quantize(const typename ScType<DT>::T* src, size_t n, size_t bs, char* dst, ScFp8 f) {
-  const int lane = threadIdx.x & 31;
-  const size_t g0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, G = ((size_t)gridDim.x * blockDim.x) >> 5;
-  const size_t nb = (n + bs - 1) / bs;
-  const bool sal = sc_lp_aligned<DT>(src);
-  char* const d[SC_MAX_RANKS] = {dst};
-  for (size_t t = g0; t < nb; t += G) sc_lp_quant_block<DT>(src, sal, n, bs, t, d, 1, lane, f);
-}
-template <int DT>
-__global__ void __launch_bounds__(SC_THREADS)
-sc_k_lp_dequantize(const char* src, size_t n, size_t bs, typename ScType<DT>::T* dst, ScFp8 f) {
-  const int lane = threadIdx.x & 31;
-  const size_t g0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, G = ((size_t)gridDim.x * blockDim.x) >> 5;
-  const size_t nb = (n + bs - 1) / bs;
-  const bool oal = sc_lp_aligned<DT>(dst);
-  for (size_t t = g0; t < nb; t += G) sc_lp_deq_block<DT>(src, n, bs, t, dst, oal, lane, f);
-}
-// Raw scalar codec (no scaling): codes[i] = encode(src[i]); decode: out[i] = decode(codes[i]).
-__global__ void sc_k_fp8_encode(const float* src, size_t n, uint8_t* dst, ScFp8 f) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    dst[i] = (uint8_t)sc_fp8_encode(src[i], f);
-}
-__global__ void sc_k_fp8_decode(const uint8_t* src, size_t n, float* dst, ScFp8 f) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    dst[i] = sc_fp8_decode(src[i], f);
-}
-
 #endif  // device compilation
