@@ -7,7 +7,11 @@ public enum Algorithm {
   FLAT(1),
   /** DDA two-shot: reduce-scatter, then all-gather, through the staging buffers. Medium messages. */
   TREE(2),
-  /** Low precision: FP8 with per-block scales on the wire, FP32 accumulation. Large messages, opt-in. */
+  /**
+   * Low precision: FP8 with per-block scales on the wire, FP32 accumulation. Large messages, opt-in.
+   * allReduce is one-shot (one quantization) up to 2 ranks ({@link CommOptions#lpOneShotMaxRanks()}),
+   * two-shot (two quantizations) above.
+   */
   LP(3),
   /** The vendor library (NCCL / RCCL), GPU backend only. */
   VENDOR(4);

@@ -22,6 +22,12 @@ public final class CommOptions {
   public static final long BACKEND_DEFAULT = -1;
   public static final long DEFAULT_LP_MIN_BYTES = 16L << 20;
   public static final int DEFAULT_LP_BLOCK_SIZE = 128;
+  /**
+   * Default of {@link #lpOneShotMaxRanks()}: the LP allReduce is one-shot (one quantization per
+   * element) up to this many ranks, two-shot (the reduced slice requantized) above. At 2 ranks the
+   * one-shot reads the same bytes as the two-shot.
+   */
+  public static final int LP_ONESHOT_MAX_RANKS = 2;
   /** Host backend's staging buffer per rank (shared memory). */
   public static final long DEFAULT_STAGING_BYTES = 16L << 20;
   /**
@@ -42,6 +48,7 @@ public final class CommOptions {
   private final long lpMinBytes;
   private final Fp8Format fp8Format;
   private final int lpBlockSize;
+  private final int lpOneShotMaxRanks;
   private final long stagingBytes;
   private final boolean vendor;
 
@@ -56,6 +63,7 @@ public final class CommOptions {
     this.lpMinBytes = b.lpMinBytes;
     this.fp8Format = b.fp8Format;
     this.lpBlockSize = b.lpBlockSize;
+    this.lpOneShotMaxRanks = b.lpOneShotMaxRanks;
     this.stagingBytes = b.stagingBytes;
     this.vendor = b.vendor;
   }
@@ -79,6 +87,7 @@ public final class CommOptions {
     b.lpMinBytes = lpMinBytes;
     b.fp8Format = fp8Format;
     b.lpBlockSize = lpBlockSize;
+    b.lpOneShotMaxRanks = lpOneShotMaxRanks;
     b.stagingBytes = stagingBytes;
     b.vendor = vendor;
     return b;
@@ -111,6 +120,13 @@ public final class CommOptions {
   /** Elements per FP8 scale. */
   public int lpBlockSize() { return lpBlockSize; }
   /**
+   * Largest rank count whose LP allReduce is one-shot (every rank quantizes its input once, sums
+   * every rank's dequantized input in rank order); above it, two-shot (the reduced slice is
+   * requantized, so two quantizations). Default {@link #LP_ONESHOT_MAX_RANKS}. Host backend; the
+   * GPU kernels use {@link #LP_ONESHOT_MAX_RANKS}.
+   */
+  public int lpOneShotMaxRanks() { return lpOneShotMaxRanks; }
+  /**
    * Per-rank staging buffer size in bytes of the host backend (larger messages are processed in
    * chunks): the value set, else {@link #DEFAULT_STAGING_BYTES}.
    */
@@ -138,7 +154,7 @@ public final class CommOptions {
     return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
         + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
         + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + lpMinBytes
-        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", stagingBytes=" + (stagingBytes == BACKEND_DEFAULT ? "default" : stagingBytes) + ", vendor=" + vendor + "}";
+        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", lpOneShotMaxRanks=" + lpOneShotMaxRanks + ", stagingBytes=" + (stagingBytes == BACKEND_DEFAULT ? "default" : stagingBytes) + ", vendor=" + vendor + "}";
   }
 
   /** Builder; every setter validates its argument. */
@@ -153,6 +169,7 @@ public final class CommOptions {
     private long lpMinBytes = DEFAULT_LP_MIN_BYTES;
     private Fp8Format fp8Format;
     private int lpBlockSize = DEFAULT_LP_BLOCK_SIZE;
+    private int lpOneShotMaxRanks = LP_ONESHOT_MAX_RANKS;
     private long stagingBytes = BACKEND_DEFAULT;
     private boolean vendor = true;
 
@@ -184,6 +201,12 @@ public final class CommOptions {
       this.lpBlockSize = v;
       return this;
     }
+    /** Largest rank count whose LP allReduce is one-shot (0: always two-shot). */
+    public Builder lpOneShotMaxRanks(int v) {
+      if (v < 0) throw new IllegalArgumentException("lpOneShotMaxRanks must be >= 0, got " + v);
+      this.lpOneShotMaxRanks = v;
+      return this;
+    }
     public Builder stagingBytes(long v) {
       if (v < 4096 || v > (1L << 30)) throw new IllegalArgumentException("stagingBytes must be in 4 KiB..1 GiB, got " + v);
       this.stagingBytes = v;
@@ -195,7 +218,8 @@ public final class CommOptions {
      * {@code RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}} (0/1),
      * {@code RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES}, {@code RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES}, and our own
      * {@code SPARKCOMMS_ALGO}, {@code SPARKCOMMS_BACKEND}, {@code SPARKCOMMS_TIMEOUT_MS},
-     * {@code SPARKCOMMS_LP_MIN_BYTES}, {@code SPARKCOMMS_LP_BLOCK_SIZE}, {@code SPARKCOMMS_FP8_FORMAT},
+     * {@code SPARKCOMMS_LP_MIN_BYTES}, {@code SPARKCOMMS_LP_BLOCK_SIZE},
+     * {@code SPARKCOMMS_LP_ONESHOT_MAX_RANKS}, {@code SPARKCOMMS_FP8_FORMAT},
      * {@code SPARKCOMMS_STAGING_BYTES}, {@code SPARKCOMMS_VENDOR}. A malformed value is an error naming the variable.
      */
     public Builder applyEnvironment(Map<String, String> env) {
@@ -214,6 +238,9 @@ public final class CommOptions {
       if ((v = env.get("SPARKCOMMS_TIMEOUT_MS")) != null) timeout(Duration.ofMillis(bytes("SPARKCOMMS_TIMEOUT_MS", v)));
       if ((v = env.get("SPARKCOMMS_LP_MIN_BYTES")) != null) lpMinBytes(bytes("SPARKCOMMS_LP_MIN_BYTES", v));
       if ((v = env.get("SPARKCOMMS_LP_BLOCK_SIZE")) != null) lpBlockSize((int) bytes("SPARKCOMMS_LP_BLOCK_SIZE", v));
+      if ((v = env.get("SPARKCOMMS_LP_ONESHOT_MAX_RANKS")) != null) {
+        lpOneShotMaxRanks((int) Math.min(Integer.MAX_VALUE, bytes("SPARKCOMMS_LP_ONESHOT_MAX_RANKS", v)));
+      }
       if ((v = env.get("SPARKCOMMS_FP8_FORMAT")) != null) fp8Format(Fp8Format.parse(v));
       if ((v = env.get("SPARKCOMMS_STAGING_BYTES")) != null) stagingBytes(bytes("SPARKCOMMS_STAGING_BYTES", v));
       if ((v = env.get("SPARKCOMMS_VENDOR")) != null) vendor(bool("SPARKCOMMS_VENDOR", v));

@@ -18,6 +18,7 @@ class CommOptionsTest {
         "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "128K",
         "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", "33554432",
         "SPARKCOMMS_FP8_FORMAT", "e4m3fnuz",
+        "SPARKCOMMS_LP_ONESHOT_MAX_RANKS", "4",
         "SPARKCOMMS_TIMEOUT_MS", "5000")).build();
     assertTrue(o.lowPrecisionEnabled(Collective.ALL_REDUCE));
     assertFalse(o.lowPrecisionEnabled(Collective.ALL_GATHER));
@@ -28,6 +29,8 @@ class CommOptionsTest {
     assertEquals(128 << 10, o.flatMaxBytes(true, 2), "explicit value wins over the measured default");
     assertEquals(CommOptions.BACKEND_DEFAULT, CommOptions.defaults().flatMaxBytes());
     assertEquals(Fp8Format.E4M3FNUZ, o.fp8Format());
+    assertEquals(4, o.lpOneShotMaxRanks());
+    assertEquals(CommOptions.LP_ONESHOT_MAX_RANKS, CommOptions.defaults().lpOneShotMaxRanks());
     assertEquals(Duration.ofSeconds(5), o.timeout());
   }
 
@@ -44,6 +47,7 @@ class CommOptionsTest {
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().applyEnvironment(Map.of("RCCL_LOW_PRECISION_ENABLE", "maybe")));
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().flatMaxBytes(1 << 20).treeMaxBytes(1 << 10).build());
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().timeout(Duration.ZERO));
+    assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().lpOneShotMaxRanks(-1));
   }
 
   @Test void sizes() {

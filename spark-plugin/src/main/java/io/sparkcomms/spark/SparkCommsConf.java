@@ -75,6 +75,8 @@ public final class SparkCommsConf {
       "FP8 wire format: `e4m3fn` or `e4m3fnuz`; unset chooses from the device (E4M3FNUZ on gfx942). Env: `SPARKCOMMS_FP8_FORMAT`.");
   public static final Entry LP_BLOCK_SIZE = entry("lpBlockSize", Integer.toString(CommOptions.DEFAULT_LP_BLOCK_SIZE),
       "Elements per FP8 scale. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
+  public static final Entry LP_ONESHOT_MAX_RANKS = entry("lpOneShotMaxRanks", Integer.toString(CommOptions.LP_ONESHOT_MAX_RANKS),
+      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Host backend; the GPU kernels use 2. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
   public static final Entry STAGING_BYTES = entry("stagingBytes", Sizes.format(CommOptions.DEFAULT_STAGING_BYTES) + " host, "
       + Sizes.format(CommOptions.DEFAULT_GPU_STAGING_BYTES) + " GPU",
       "Per-rank staging buffer; larger messages are processed in chunks. Env: `SPARKCOMMS_STAGING_BYTES`.");
@@ -167,6 +169,7 @@ public final class SparkCommsConf {
     apply(LP_MIN_BYTES, v -> b.lpMinBytes(bytes(LP_MIN_BYTES, v)));
     apply(FP8_FORMAT, v -> b.fp8Format(parse(FP8_FORMAT, v, Fp8Format::parse)));
     apply(LP_BLOCK_SIZE, v -> b.lpBlockSize(Math.toIntExact(parse(LP_BLOCK_SIZE, v, Long::parseLong))));
+    apply(LP_ONESHOT_MAX_RANKS, v -> b.lpOneShotMaxRanks(Math.toIntExact(parse(LP_ONESHOT_MAX_RANKS, v, Long::parseLong))));
     apply(STAGING_BYTES, v -> b.stagingBytes(bytes(STAGING_BYTES, v)));
     try {
       return b.build();

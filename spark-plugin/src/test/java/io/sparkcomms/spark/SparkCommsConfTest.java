@@ -43,6 +43,7 @@ class SparkCommsConfTest {
         Map.entry("spark.sparkcomms.lpMinBytes", "1M"),
         Map.entry("spark.sparkcomms.fp8Format", "e4m3fnuz"),
         Map.entry("spark.sparkcomms.lpBlockSize", "64"),
+        Map.entry("spark.sparkcomms.lpOneShotMaxRanks", "4"),
         Map.entry("spark.sparkcomms.stagingBytes", "4M"),
         Map.entry("spark.sparkcomms.resourceName", "amd.com/gpu"),
         Map.entry("spark.sparkcomms.numaAffinity", "true"),
@@ -59,6 +60,7 @@ class SparkCommsConfTest {
     assertEquals(1 << 20, o.lpMinBytes());
     assertEquals(Fp8Format.E4M3FNUZ, o.fp8Format());
     assertEquals(64, o.lpBlockSize());
+    assertEquals(4, o.lpOneShotMaxRanks());
     assertEquals(4 << 20, o.stagingBytes());
     assertEquals("amd.com/gpu", c.resourceName());
     assertTrue(c.numaAffinity());

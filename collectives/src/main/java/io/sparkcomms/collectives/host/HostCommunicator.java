@@ -624,16 +624,31 @@ public final class HostCommunicator extends AbstractCommunicator {
     return total;
   }
 
-  /** Largest chunk whose {@code runs} equal runs of k elements each fit the staging area. */
+  /**
+   * Largest chunk whose {@code runs} equal runs of k elements each fit the staging area, in whole
+   * blocks (where one fits), so chunks keep the block boundaries of a single run.
+   */
   private int lpChunk(int runs) {
     int bs = quantizer.blockSize();
     long k = (long) (staging / runs - 8) * bs / (bs + 4);
     k = Math.max(1, k);
     while (k > 1 && (long) runs * BlockQuantizer.encodedBytes((int) k, bs) > staging) k--;
+    if (k >= bs) k -= k % bs;
     return (int) k;
   }
 
+  /**
+   * LP allReduce: one-shot up to {@link CommOptions#lpOneShotMaxRanks()} ranks (default 2), else
+   * two-shot. One-shot: each rank quantizes its whole chunk once, then every rank dequantizes every
+   * rank's run and sums them in FP32 in rank order — one quantization per element, and at 2 ranks
+   * the same bytes read as the two-shot. Two-shot: each rank reduces its slice from every rank and
+   * requantizes it, then every rank dequantizes every slice — two quantizations.
+   */
   private void lpAllReduce(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
+    if (size <= options().lpOneShotMaxRanks()) {
+      lpOneShotAllReduce(c, in, out, problem);
+      return;
+    }
     long count = c.count();
     int[] runOff = new int[size];
     int kmax = lpChunk(1);
@@ -664,6 +679,26 @@ public final class HostCommunicator extends AbstractCommunicator {
         quantizer.dequantize(results[j], 0, lj, fb, 0);
         writeFloats(fb, lj, out, off + a);
       }
+      end(c);
+    });
+  }
+
+  private void lpOneShotAllReduce(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
+    long count = c.count();
+    int kmax = lpChunk(1);
+    ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
+    forEachChunk(count, kmax, (off, k, first) -> {
+      if (problem == null) {
+        readFloats(in, off, k, fa);
+        quantizer.quantize(fa, 0, k, inputs[rank], 0);
+      }
+      sync(c, problem, first);
+      for (int p = 0; p < size; p++) {
+        quantizer.dequantize(inputs[p], 0, k, p == 0 ? fa : fb, 0);
+        if (p > 0) for (int i = 0; i < k; i++) fa[i] += fb[i];
+      }
+      if (c.op().kind() == ReduceOp.Kind.AVG) for (int i = 0; i < k; i++) fa[i] = fa[i] / size;
+      writeFloats(fa, k, out, off);
       end(c);
     });
   }
