@@ -1033,9 +1033,12 @@ extern "C" int sc_comm_destroy(sc_comm_t c) {
     ScDeviceGuard g(c->device);
     if (c->connected && !c->aborted && sc_state_check(c) == SC_OK) {
       // Collective: nobody may still write into our staging when it is freed.
-      rc = sc_launch_barrier(c, c->internal);
+      gpuError_t e = sc_launch_raw(c, sc_k_close_barrier, 1, 32, c->internal, c->dev);
+      if (e == gpuSuccess) e = gpuGetLastError();
+      c->launch_err = e;
+      rc = sc_launch_check(c, "destroy barrier");
       if (rc == SC_OK) {
-        gpuError_t e = gpuStreamSynchronize(c->internal);
+        e = gpuStreamSynchronize(c->internal);
         if (e != gpuSuccess) rc = sc_fail(SC_ERR_RUNTIME, "destroy barrier: %s", gpuGetErrorString(e));
       }
       if (rc == SC_OK) rc = sc_state_check(c);

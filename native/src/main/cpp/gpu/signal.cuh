@@ -51,6 +51,7 @@ struct ScSignal {
   alignas(128) int64_t vrow[2][SC_VROW_WORDS]; // this rank's size row, by call parity (read by peers)
   alignas(128) uint64_t vepoch[SC_MAX_BLOCKS]; // last allToAllV epoch of block b (owner only)
   uint64_t vcall[SC_MAX_BLOCKS];               // allToAllV calls made by block b (owner only)
+  ScFlag cflags[SC_MAX_RANKS];                 // destroy barrier: cflags[r] written once by rank r
 };
 
 // Everything a kernel needs, passed by value.
@@ -136,6 +137,19 @@ __global__ void sc_k_barrier(ScDevComm c, uint64_t seq) {
   sc_pdl_wait();
   sc_pdl_launch_dependents();
   sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1);
+}
+
+// Destroy barrier (sc_comm_destroy): nobody may still write into a rank's staging when it is
+// freed. It has flags of its own: on the collectives' flags its epoch (the closing rank's next
+// seq) would equal the epoch of a collective its peers may be waiting in, and would release
+// those peers into reading staging the closing rank never wrote. Written once per communicator
+// (epoch 1; signal buffers start zeroed); a peer that never closes makes the wait time out.
+__global__ void sc_k_close_barrier(ScDevComm c) {
+  const int p = threadIdx.x;
+  if (p < c.nranks && p != c.rank) {
+    sc_st_release_sys(&c.signal[p]->cflags[c.rank].v, 1);
+    (void)sc_wait_flag(c, &c.self->cflags[p].v, 1, p);
+  }
 }
 
 // Connect-time check of a peer's memory with real device loads and stores: read the peer's

@@ -142,7 +142,10 @@ SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree
  * "lp_min_bytes" (AUTO picks LP from this size; default 16 MiB or SPARKCOMMS_LP_MIN_BYTES),
  * "lp_auto" (bit mask of collectives for which AUTO / the plain calls use LP: 1 allreduce,
  * 2 allgather, 4 reducescatter, 8 alltoall; default from RCCL_LOW_PRECISION_ENABLE=1 (all) and
- * RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}=0|1, else 0).
+ * RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}=0|1, else 0),
+ * "lp_oneshot_max_ranks" (LP allreduce is one-shot, one quantization, up to this many ranks and
+ * two-shot above; default 2 or SPARKCOMMS_LP_ONESHOT_MAX_RANKS), "lp_max_blocks" (CTA cap of the
+ * LP kernels, 0..256; 0 = "max_blocks"; default SPARKCOMMS_LP_MAX_BLOCKS or 0).
  * Every LP buffer lives in the staging buffer: nothing is allocated during a collective. */
 SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
 SC_API int sc_comm_get_tuning(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks);
@@ -189,7 +192,8 @@ SC_API int sc_barrier(sc_comm_t comm, void* stream);
 
 /* ---- low precision (FP8 on the wire; fp32 / bf16 in and out, SUM / AVG) ----
  * Explicit LP forms of allgather / reducescatter / alltoall (allreduce: algo SC_ALGO_LP). One
- * quantization per element (allreduce: two, the reduced slice is requantized once), FP32
+ * quantization per element (allreduce: one when one-shot, up to "lp_oneshot_max_ranks" ranks;
+ * two when two-shot, the reduced slice is requantized once), FP32
  * accumulation in rank order (identical bits on every rank), bf16 output rounded to nearest even.
  * Other dtypes / ops: SC_ERR_UNSUPPORTED. */
 SC_API int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype,

@@ -102,6 +102,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       boolean lp = n > 1
           && SparkCommsNative.sc_comm_set_option(comm, "lp_auto", 0) == SparkCommsNative.SC_OK
           && SparkCommsNative.sc_comm_set_option(comm, "lp_block_size", o.lpBlockSize()) == SparkCommsNative.SC_OK
+          && SparkCommsNative.sc_comm_set_option(comm, "lp_oneshot_max_ranks", o.lpOneShotMaxRanks()) == SparkCommsNative.SC_OK
           && (o.fp8Format() == null
               || SparkCommsNative.sc_comm_set_option(comm, "fp8_format", o.fp8Format().ordinal()) == SparkCommsNative.SC_OK);
       stream = new Pointer((Pointer) null);
