@@ -3,12 +3,15 @@ package io.sparkcomms.collectives.reliability;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
  * CI-sized fault injection: kill -9 of a random rank process at a random moment, two trials per
- * collective (allReduce FLAT/TREE/LP, allGather, reduceScatter, allToAll, broadcast, barrier). The
- * standalone runner ({@link FaultInjection#main}) does the same with 100+ trials per collective.
+ * collective (allReduce FLAT/TREE/LP, allGather, reduceScatter, allToAll, broadcast, allToAllV,
+ * barrier); and one trial each of kill, pause (SIGSTOP beyond the timeout) and close (a rank detaches
+ * mid-stream), two at once. The standalone runner ({@link FaultInjection#main}) does the same with 100+
+ * trials per collective.
  */
 class FaultInjectionTest {
   @Test
@@ -28,6 +31,36 @@ class FaultInjectionTest {
     assertEquals(s.total(r -> r.survivors), s.total(r -> r.survivorsRaised), s.table());
     for (FaultInjection.Row r : s.rows) {
       assertTrue(r.maxRaiseMs <= c.timeoutMs + c.slackMs, r.name + " took " + r.maxRaiseMs + " ms");
+    }
+  }
+
+  @Test
+  void killPauseAndCloseFaultsTwoTrialsAtOnce() {
+    FaultInjection.Config c = new FaultInjection.Config();
+    c.ranks = 3;
+    c.trials = 1;
+    c.parallel = 2;
+    c.faults = List.of(FaultInjection.Fault.KILL, FaultInjection.Fault.PAUSE, FaultInjection.Fault.CLOSE);
+    c.rows = List.of(FaultInjection.ROWS.get(0));  // allReduce FLAT
+    c.faultAfterCreate = true;
+    c.timeoutMs = 1_000;
+    c.slackMs = 2_500;
+    c.maxKillDelayMs = 200;
+    c.maxElems = 1 << 14;
+    c.progress = System.out;
+    c.trialLog = System.out;
+    FaultInjection.Summary s = FaultInjection.run(c);
+    System.out.println(s.table());
+    assertTrue(s.problems().isEmpty(), String.join("\n", s.problems()) + "\n" + s.table());
+    assertEquals(3, s.rows.size());
+    assertEquals(3, s.total(r -> r.faults));
+    assertEquals(3, s.total(r -> r.victimsOk), s.table());
+    assertEquals(s.total(r -> r.survivors), s.total(r -> r.survivorsRaised), s.table());
+    FaultInjection.Row pause = s.rows.get(1);
+    assertEquals(FaultInjection.Fault.PAUSE, pause.fault);
+    assertEquals(1, pause.timeoutTrials, s.table());
+    for (FaultInjection.Row r : s.rows) {
+      assertTrue(r.maxRaiseMs <= c.timeoutMs + c.slackMs, r.label() + " took " + r.maxRaiseMs + " ms");
     }
   }
 }

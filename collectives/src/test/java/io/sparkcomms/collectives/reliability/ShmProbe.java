@@ -104,16 +104,30 @@ public final class ShmProbe {
     return ProcessHandle.current().descendants().filter(ProcessHandle::isAlive).toList();
   }
 
-  /** Sends a signal with kill(1): "STOP", "CONT", "KILL". */
+  /** Sends a signal with kill(1) ("STOP", "CONT", "KILL"), or the shell's kill where there is no kill binary. */
   public static void signal(long pid, String sig) {
     try {
-      Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).redirectErrorStream(true).start();
+      Process p;
+      try {
+        p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).redirectErrorStream(true).start();
+      } catch (IOException noKillBinary) {
+        p = new ProcessBuilder("sh", "-c", "kill -" + sig + " " + pid).redirectErrorStream(true).start();
+      }
       if (p.waitFor() != 0) throw new IllegalStateException("kill -" + sig + " " + pid + " failed: " + new String(p.getInputStream().readAllBytes()));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException(e);
+    }
+  }
+
+  /** As {@link #signal}, ignoring failures (the process may be gone). */
+  public static void signalQuietly(long pid, String sig) {
+    try {
+      signal(pid, sig);
+    } catch (RuntimeException e) {
+      // best effort
     }
   }
 

@@ -26,6 +26,9 @@ final class Worker implements AutoCloseable {
   /** Every line read so far, for diagnostics. */
   final List<String> history = java.util.Collections.synchronizedList(new ArrayList<>());
   private volatile boolean ready;
+  private volatile boolean outputEnded;
+  /** First CREATED / STREAM / CLOSING / FAIL / DONE line of each trial id, by "KIND id": looked up without scanning the history. */
+  private final java.util.Map<String, Line> marks = new java.util.concurrent.ConcurrentHashMap<>();
 
   private Worker(Process p) {
     this.process = p;
@@ -40,11 +43,18 @@ final class Worker implements AutoCloseable {
               notifyAll();
             }
           }
-          lines.add(new Line(System.nanoTime(), l));
+          Line line = new Line(System.nanoTime(), l);
+          if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("FAIL ")
+              || l.startsWith("DONE ")) {
+            String[] w = l.split(" ", 3);
+            if (w.length >= 2) marks.putIfAbsent(w[0] + " " + w[1], line);
+          }
+          lines.add(line);
         }
       } catch (IOException e) {
         // process gone
       }
+      outputEnded = true;
       lines.add(new Line(System.nanoTime(), "EOF"));
     }, "worker-reader-" + p.pid());
     t.setDaemon(true);
@@ -66,6 +76,16 @@ final class Worker implements AutoCloseable {
 
   long pid() { return process.pid(); }
 
+  /** The first line {@code kind id ...} (kind CREATED, STREAM, CLOSING, FAIL or DONE) read so far, or null. */
+  Line mark(String kind, String id) { return marks.get(kind + " " + id); }
+
+  /** Waits (bounded) until the reader saw the end of the process's output: every line it printed is read. */
+  boolean awaitOutputEnd(long millis) {
+    long until = System.nanoTime() + millis * 1_000_000L;
+    while (!outputEnded && System.nanoTime() < until) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+    return outputEnded;
+  }
+
   /** Waits until the worker JVM has started and printed READY. */
   synchronized boolean awaitReady(long millis) {
     long until = System.currentTimeMillis() + millis;
@@ -81,6 +101,33 @@ final class Worker implements AutoCloseable {
   record Trial(List<Line> lines, Line end) {
     boolean done() { return end != null && end.text.startsWith("DONE"); }
     long count(String kind) { return lines.stream().filter(l -> l.text.startsWith(kind + " ")).count(); }
+    /** Calls this rank completed in the trial: from "FAIL id X after N calls" or "DONE id N". */
+    long calls() {
+      if (end == null) return -1;
+      String[] w = end.text.split(" ");
+      if (w[0].equals("DONE") && w.length > 2) return Long.parseLong(w[2]);
+      for (int i = 0; i + 2 < w.length; i++) {
+        if (w[i].equals("after") && w[i + 2].startsWith("calls")) return Long.parseLong(w[i + 1]);
+      }
+      return -1;
+    }
+    /** The ALGOS line's counts: "FLAT=12 LP=30" as a map. */
+    java.util.Map<String, Long> algos() {
+      java.util.Map<String, Long> m = new java.util.TreeMap<>();
+      for (Line l : lines) {
+        if (!l.text.startsWith("ALGOS ")) continue;
+        String[] w = l.text.split(" ");
+        for (int i = 2; i < w.length; i++) {
+          int eq = w[i].indexOf('=');
+          if (eq > 0) m.merge(w[i].substring(0, eq), Long.parseLong(w[i].substring(eq + 1)), Long::sum);
+        }
+      }
+      return m;
+    }
+    /** The first line of this trial starting with {@code kind}, or null. */
+    Line first(String kind) {
+      return lines.stream().filter(l -> l.text.startsWith(kind + " ")).findFirst().orElse(null);
+    }
     String segment() {
       return lines.stream().filter(l -> l.text.startsWith("SEG ")).map(l -> l.words()[2]).findFirst().orElse(null);
     }
@@ -91,7 +138,8 @@ final class Worker implements AutoCloseable {
   Trial collect(String id, long deadline) {
     List<Line> got = new ArrayList<>();
     while (true) {
-      Line l = awaitAny(deadline, "SEG " + id + " ", "CREATED " + id + " ", "WRONG " + id + " ", "DONE " + id + " ", "FAIL " + id + " ");
+      Line l = awaitAny(deadline, "SEG " + id + " ", "CREATED " + id + " ", "STREAM " + id + " ", "WRONG " + id + " ", "CLOSING " + id + " ",
+          "CLOSED " + id + " ", "ALGOS " + id + " ", "DONE " + id + " ", "FAIL " + id + " ");
       if (l == null) return new Trial(got, null);
       got.add(l);
       if (l.text.startsWith("DONE") || l.text.startsWith("FAIL")) return new Trial(got, l);

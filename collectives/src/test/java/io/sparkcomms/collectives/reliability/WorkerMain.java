@@ -17,6 +17,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.SplittableRandom;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * A long-lived rank process for fault-injection trials: JVM start-up is paid once, and every trial
@@ -24,12 +26,23 @@ import java.util.SplittableRandom;
  *
  * <pre>
  * RUN id dir rank size KIND ALGO seed timeoutMs stagingBytes maxElems calls
- *     KIND: ALL_REDUCE ALL_GATHER REDUCE_SCATTER ALL_TO_ALL BROADCAST BARRIER; calls &lt; 0: until failure
+ *     KIND: ALL_REDUCE ALL_GATHER REDUCE_SCATTER ALL_TO_ALL ALL_TO_ALL_V BROADCAST BARRIER; calls &lt; 0: until failure
+ * CLOSE id   (read while a RUN is going on) the running trial {@code id} closes its communicator before
+ *            its next call and stops calling: a rank that detaches while its peers still call
+ * WARM       GPU backend: load the library and create a context on every GPU now (pre-started spares
+ *            pay the CUDA start-up before they are needed); host backend: nothing
+ * RES id     GPU backend: print what this process still holds (see RES below); host backend: nothing
  * EXIT
  * </pre>
  *
  * Events on stdout: {@code READY pid}, {@code SEG id path} (the segment rank 0 published),
- * {@code CREATED id}, {@code WRONG id detail}, {@code DONE id calls}, {@code FAIL id Exception message}.
+ * {@code CREATED id}, {@code STREAM id first-call} (right before the first collective), {@code WRONG id detail},
+ * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
+ * {@code ALGOS id calls FLAT=n LP=n ...} (calls completed, by algorithm), {@code DONE id calls},
+ * {@code FAIL id Exception message}; GPU backend, at the start of every RUN and for RES:
+ * {@code RES id comms ipcMappings allocations} (sc_live_resources: what the process still holds, e.g.
+ * from the trial before; all three must be 0), and {@code WARM ms}. RUN, WARM, RES and EXIT run in
+ * order on the main thread; CLOSE is acted on by the stdin reader.
  * The process exits when its parent dies or stdin closes, so a crashed runner leaves no workers.
  */
 public final class WorkerMain {
@@ -45,13 +58,55 @@ public final class WorkerMain {
     out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
     startOrphanWatchdog();
     out.println("READY " + ProcessHandle.current().pid());
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    for (String line; (line = in.readLine()) != null; ) {
-      String[] a = line.trim().split(" ");
+    BlockingQueue<String> commands = new LinkedBlockingQueue<>();
+    Thread reader = new Thread(() -> {
+      try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+        for (String line; (line = in.readLine()) != null; ) {
+          String l = line.trim();
+          if (l.startsWith("CLOSE ")) closeRequest = l.substring(6).trim();
+          else commands.add(l);
+        }
+      } catch (java.io.IOException e) {
+        // stdin gone: exit below
+      }
+      commands.add("EXIT");
+    }, "stdin-reader");
+    reader.setDaemon(true);
+    reader.start();
+    while (true) {
+      String[] a = commands.take().split(" ");
       if (a[0].equals("EXIT")) break;
       if (a[0].equals("RUN")) run(a);
+      else if (a[0].equals("WARM")) warm();
+      else if (a[0].equals("RES") && a.length > 1 && GPU) printResources(a[1]);
     }
     System.exit(0);
+  }
+
+  /** The trial id whose communicator is to be closed before its next call (CLOSE id). */
+  private static volatile String closeRequest;
+
+  /** GPU backend: loads the library and creates a context on every device (a spare then starts trials sooner). */
+  private static void warm() {
+    if (!GPU) return;
+    long t0 = System.nanoTime();
+    try {
+      int n = gpuCount();
+      for (int d = 0; d < n; d++) {
+        io.sparkcomms.collectives.gpu.DeviceTensor.allocate(io.sparkcomms.collectives.DataType.INT64, 32, d).close();
+      }
+      out.println("WARM " + (System.nanoTime() - t0) / 1_000_000);
+    } catch (Throwable t) {
+      out.println("WARM failed: " + String.valueOf(t.getMessage()).replace('\n', ' '));
+    }
+  }
+
+  /** GPU backend: what this process still holds (communicators, peer IPC mappings, device allocations). */
+  private static void printResources(String id) {
+    long[] res = new long[3];
+    io.sparkcomms.nativeapi.GpuLibrary.require();
+    io.sparkcomms.nativeapi.SparkCommsNative.sc_live_resources(res);
+    out.println("RES " + id + " " + res[0] + " " + res[1] + " " + res[2]);
   }
 
   /** Halts when the parent process is gone (a worker blocked in a trial does not read stdin). */
@@ -85,12 +140,7 @@ public final class WorkerMain {
     long calls = Long.parseLong(a[11]);
     Communicator c = null;
     long i = 0;
-    if (GPU) {  // what this process still holds from earlier trials: must be nothing
-      long[] res = new long[3];
-      io.sparkcomms.nativeapi.GpuLibrary.require();
-      io.sparkcomms.nativeapi.SparkCommsNative.sc_live_resources(res);
-      out.println("RES " + id + " " + res[0] + " " + res[1] + " " + res[2]);
-    }
+    if (GPU) printResources(id);  // what this process still holds from earlier trials: must be nothing
     try {
       CommOptions o = CommOptions.builder().backend(GPU ? CommOptions.Backend.GPU : CommOptions.Backend.HOST).algorithm(algo)
           .stagingBytes(staging).timeout(timeout).build();
@@ -102,19 +152,39 @@ public final class WorkerMain {
       boolean lp = algo == Algorithm.LP;
       int reported = 0;
       for (; calls < 0 || i < calls; i++) {
+        if (id.equals(closeRequest)) {  // detach while the peers still call
+          out.println("CLOSING " + id + " " + i);
+          Communicator closing = c;
+          c = null;
+          closing.close();
+          out.println("CLOSED " + id + " " + i);
+          algos(id, closing);
+          out.println("DONE " + id + " " + i + " closed");
+          return;
+        }
+        if (i == 0) out.println("STREAM " + id + " first-call");  // entering the first collective
         String what = CallMix.call(ck, c, kind, lp, rnd, maxElems);
         if (ck.failures().size() > reported) {
           out.println("WRONG " + id + " call " + i + " " + what + ": " + ck.failures().get(reported));
           reported = ck.failures().size();
         }
       }
+      algos(id, c);
       out.println("DONE " + id + " " + i);
     } catch (Throwable t) {
+      if (c != null) algos(id, c);
       String m = String.valueOf(t.getMessage()).replace('\n', ' ');
       out.println("FAIL " + id + " " + t.getClass().getSimpleName() + " after " + i + " calls: " + m);
     } finally {
       if (c != null) c.close();
     }
+  }
+
+  /** Calls that completed on {@code c}, by algorithm: shows e.g. that an LP row really ran LP. */
+  private static void algos(String id, Communicator c) {
+    StringBuilder b = new StringBuilder("ALGOS " + id + " calls");
+    c.stats().callsByAlgorithm().forEach((a, n) -> b.append(' ').append(a).append('=').append(n));
+    out.println(b);
   }
 
   private static int gpuCount() { return Math.max(1, io.sparkcomms.nativeapi.GpuLibrary.deviceCount()); }
