@@ -884,6 +884,11 @@ static int sc_state_check(sc_comm* c) {
     if (w[0] == SC_DEVERR_ABORT)
       return sc_fail(SC_ERR_ABORTED, "rank %d: a kernel observed the abort flag (block %d, waiting for rank %d)",
                      w[3], w[1], w[2]);
+    if (w[0] == SC_DEVERR_PEER_AHEAD)
+      return sc_fail(SC_ERR_TIMEOUT,
+                     "rank %d: rank %d is already at a later operation: it failed or abandoned this one (block %d); "
+                     "the communicator is unusable: destroy it and create a new one",
+                     w[3], w[2], w[1]);
     return sc_fail(SC_ERR_TIMEOUT,
                    "rank %d: rank %d did not arrive at a barrier within %.1f s (block %d); the "
                    "communicator is unusable: destroy it and create a new one",

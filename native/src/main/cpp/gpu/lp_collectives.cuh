@@ -26,7 +26,7 @@ SC_DEV size_t sc_lp_slice(size_t k, size_t bs, int n, int j) {
 // One quantization per element (relative L2 error ~2.7% on N(0,1) instead of ~3.9% for the
 // two-shot's two). Each rank sends (n-1) * count code bytes: at 2 ranks as much as the two-shot.
 template <int DT, int OP>
-__global__ void __launch_bounds__(SC_THREADS, 2)
+__global__ void __launch_bounds__(SC_THREADS)
 sc_k_lp_allreduce_oneshot(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                           typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f) {
   sc_pdl_wait();

@@ -31,6 +31,7 @@
 #define SC_DEVERR_NONE 0
 #define SC_DEVERR_TIMEOUT 1
 #define SC_DEVERR_ABORT 2
+#define SC_DEVERR_PEER_AHEAD 3  // a peer's flag shows an operation two or more ahead (see sc_barrier_block)
 
 struct alignas(128) ScFlag {
   uint64_t v;
@@ -84,27 +85,32 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
 }
 
 // Spin until *flag >= target (acquire), bounded by the timeout. Returns false on failure.
-SC_DEV bool sc_wait_flag(const ScDevComm& c, const uint64_t* flag, uint64_t target, int peer) {
+// ahead: a flag value at or above it is not an arrival but a failure (SC_DEVERR_PEER_AHEAD).
+SC_DEV bool sc_wait_flag(const ScDevComm& c, const uint64_t* flag, uint64_t target, int peer,
+                         uint64_t ahead = ~(uint64_t)0) {
   // Spin with relaxed loads (no fence per iteration); the final acquire load below re-reads the
   // flag (monotonic, so still >= target) and pairs with the peer's release store.
-  if (sc_ld_relaxed_sys(flag) >= target) {
-    (void)sc_ld_acquire_sys(flag);
-    return true;
-  }
-  const uint64_t t0 = sc_now_ticks();
-  unsigned it = 0;
-  while (sc_ld_relaxed_sys(flag) < target) {
-    if ((++it & 255u) == 0) {
-      if (sc_ld_volatile_i32(c.abort_flag)) {
-        sc_report(c, SC_DEVERR_ABORT, peer);
-        return false;
-      }
-      if (c.err[0] != SC_DEVERR_NONE) return false;  // another block already failed
-      if (sc_now_ticks() - t0 > c.timeout_ticks) {
-        sc_report(c, SC_DEVERR_TIMEOUT, peer);
-        return false;
+  uint64_t f = sc_ld_relaxed_sys(flag);
+  if (f < target) {
+    const uint64_t t0 = sc_now_ticks();
+    unsigned it = 0;
+    while ((f = sc_ld_relaxed_sys(flag)) < target) {
+      if ((++it & 255u) == 0) {
+        if (sc_ld_volatile_i32(c.abort_flag)) {
+          sc_report(c, SC_DEVERR_ABORT, peer);
+          return false;
+        }
+        if (c.err[0] != SC_DEVERR_NONE) return false;  // another block already failed
+        if (sc_now_ticks() - t0 > c.timeout_ticks) {
+          sc_report(c, SC_DEVERR_TIMEOUT, peer);
+          return false;
+        }
       }
     }
+  }
+  if (f >= ahead) {
+    sc_report(c, SC_DEVERR_PEER_AHEAD, peer);
+    return false;
   }
   (void)sc_ld_acquire_sys(flag);
   return true;
@@ -125,7 +131,12 @@ SC_DEV bool sc_barrier_block(const ScDevComm& c, uint64_t epoch) {
     sc_st_release_sys(&c.signal[p]->flags[blockIdx.x][c.rank].v, epoch);
     // (3) Wait for peer p's arrival on our own (local) slot; the acquire pairs with peer p's
     //     release in its step (2), so its writes before that barrier are visible to this thread.
-    ok = sc_wait_flag(c, &c.self->flags[blockIdx.x][p].v, epoch, p) ? 1 : 0;
+    //     A healthy peer can be at most one operation ahead here (it cannot pass operation
+    //     seq + 1's barriers before we arrive at them), so a flag of operation seq + 2 or later
+    //     means the peer failed this operation and kept launching: its later kernels pushed into
+    //     the staging half this operation reads. Treated as a failure, never as an arrival.
+    const uint64_t ahead = (epoch / SC_EPOCHS_PER_OP + 2) * SC_EPOCHS_PER_OP;
+    ok = sc_wait_flag(c, &c.self->flags[blockIdx.x][p].v, epoch, p, ahead) ? 1 : 0;
   }
   // (4) bar.sync extends what the waiting threads acquired to every thread of the block, and
   //     agrees on success: all threads leave with the same verdict.
