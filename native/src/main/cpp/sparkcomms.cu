@@ -368,6 +368,7 @@ struct ScVendor {
   vResult (*CommInitRank)(vComm*, int, vUniqueId, int) = nullptr;
   vResult (*CommDestroy)(vComm) = nullptr;
   vResult (*CommAbort)(vComm) = nullptr;
+  vResult (*CommFinalize)(vComm) = nullptr;  // optional: NCCL >= 2.14 and RCCL have it; null if absent
   vResult (*AllReduce)(const void*, void*, size_t, int, vOp, vComm, gpuStream_t) = nullptr;
   vResult (*AllGather)(const void*, void*, size_t, int, vComm, gpuStream_t) = nullptr;
   vResult (*ReduceScatter)(const void*, void*, size_t, int, vOp, vComm, gpuStream_t) = nullptr;
@@ -433,6 +434,8 @@ static void sc_vendor_load() {
   *(void**)&g_vendor.Recv = sym("Recv");
   *(void**)&g_vendor.GroupStart = sym("GroupStart");
   *(void**)&g_vendor.GroupEnd = sym("GroupEnd");
+  // Optional: without it, teardown falls back to a plain (serialized) CommDestroy.
+  *(void**)&g_vendor.CommFinalize = dlsym(g_vendor.h, (std::string(pre) + "CommFinalize").c_str());
   if (!ok) {
     dlclose(g_vendor.h);
     g_vendor.h = nullptr;
@@ -479,6 +482,208 @@ static int sc_vendor_dtype(int dt) {
     case SC_INT64: return 4;     // ncclInt64
     default: return -1;
   }
+}
+
+// ---- vendor communicator teardown ----
+// Bug this answers: two rank threads of one process (one GPU each, each with its own CommInitRank
+// communicator) closing at the same time died with SIGSEGV (null pointer) inside ncclCommDestroy
+// (NCCL 2.28.3). The ranks of one NCCL communicator that live in the same process are linked
+// (intraComm0/intraNext in NCCL's src/init.cc), and it is the LAST CommDestroy/CommAbort of them in
+// the process that frees every one of their ncclComm structures (commReclaim -> commCleanup), after
+// running the finalize step itself, in helper threads, for ranks that were not finalized. So these
+// communicators are not independent objects: while one rank thread is still inside its
+// CommDestroy/CommAbort, the other rank's call may free that rank's communicator under it. NCCL only
+// allows concurrent calls on independent communicators ("Thread Safety" in the user guide).
+// The documented teardown is CommFinalize, then CommDestroy (nccl.h: Finalize flushes and waits until
+// the communicator is globally quiescent; Destroy then frees the rest locally, without blocking);
+// NVIDIA's one-device-per-pthread example does exactly that in each rank thread.
+//
+// Ordering used here (rank order does not matter):
+//  1. CommFinalize runs in every rank thread concurrently, NOT under the mutex below: it is collective
+//     (an intra-node barrier with the other local ranks), so serializing it would deadlock two rank
+//     threads of one process.
+//  2. CommDestroy and CommAbort run one at a time in the whole process, under g_vendor_teardown_mu.
+//     After a Finalize they are local and short, and whichever rank comes last frees all ranks'
+//     structures while no other thread is inside NCCL's teardown. CommAbort never waits for peers, so
+//     holding the mutex keeps sc_comm_abort immediate up to one other rank's short Destroy/Abort.
+//  3. Finalize waits for the peers, so (a) sc_comm_destroy attempts it only when its DDA barrier (bounded
+//     by the communicator's timeout) has just shown that every rank reached sc_comm_destroy; otherwise
+//     (timed out, aborted, never connected) it uses CommAbort; and (b) Finalize+Destroy run on a worker
+//     thread that the caller waits for at most the communicator's timeout: past that it returns
+//     SC_ERR_TIMEOUT and leaves the vendor communicator to the worker (destroyed if Finalize ever
+//     returns, leaked otherwise) instead of hanging.
+//  4. After its Destroy, a rank waits (host side, bounded like 3b) until every rank of the same vendor
+//     communicator in this process has destroyed or aborted it. The last Destroy frees the other ranks'
+//     NCCL memory with cudaFree on THEIR devices, which waits for those devices to go idle; a rank
+//     that had already returned and launched its next spinning kernel (e.g. the DDA barrier of the
+//     next communicator it closes, waiting for the rank that is still inside Destroy) deadlocked that
+//     (seen on 2x H200, NCCL 2.28.9: closing three communicators per rank in a row hung at the first).
+//     The in-process ranks are found by the unique id they were created with (sc_vendor_comm_init).
+//  Without CommFinalize (NCCL < 2.14, where it first appeared) step 1 is skipped: serialized
+//  CommDestroy calls are still safe, as NCCL's last Destroy completes the other ranks' teardown itself
+//  and none of them waits for another rank thread's Destroy.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <thread>
+
+static std::mutex g_vendor_teardown_mu;
+
+// The ranks of one vendor communicator that live in this process (item 4 above).
+struct ScVendorClique {
+  std::mutex mu;
+  std::condition_variable cv;
+  int members = 0;  // ranks of this process that entered CommInitRank with this id
+  int done = 0;     // of them, those whose Destroy/Abort returned
+};
+static std::mutex g_cliques_mu;
+static std::map<std::string, std::shared_ptr<ScVendorClique>> g_clique_by_id;  // until init returns
+static std::map<vComm, std::shared_ptr<ScVendorClique>> g_clique_of;            // until teardown
+
+// Before CommInitRank: every rank of this process joins before any CommInitRank can return.
+static std::shared_ptr<ScVendorClique> sc_clique_join(const vUniqueId& id) {
+  std::lock_guard<std::mutex> lk(g_cliques_mu);
+  auto& q = g_clique_by_id[std::string(id.internal, sizeof(id.internal))];
+  if (!q) q = std::make_shared<ScVendorClique>();
+  std::lock_guard<std::mutex> lq(q->mu);
+  ++q->members;
+  return q;
+}
+// After CommInitRank: ok -> remember the clique of vc (all members have joined by now); failed -> leave.
+static void sc_clique_init_done(const vUniqueId& id, const std::shared_ptr<ScVendorClique>& q, vComm vc, bool ok) {
+  std::lock_guard<std::mutex> lk(g_cliques_mu);
+  g_clique_by_id.erase(std::string(id.internal, sizeof(id.internal)));
+  if (ok) {
+    g_clique_of[vc] = q;
+  } else {
+    std::lock_guard<std::mutex> lq(q->mu);
+    --q->members;
+    q->cv.notify_all();
+  }
+}
+// After this rank's Destroy/Abort returned.
+static std::shared_ptr<ScVendorClique> sc_clique_leave(vComm vc) {
+  std::shared_ptr<ScVendorClique> q;
+  {
+    std::lock_guard<std::mutex> lk(g_cliques_mu);
+    auto it = g_clique_of.find(vc);
+    if (it == g_clique_of.end()) return q;
+    q = it->second;
+    g_clique_of.erase(it);
+  }
+  std::lock_guard<std::mutex> lq(q->mu);
+  ++q->done;
+  q->cv.notify_all();
+  return q;
+}
+
+// Immediate: ncclCommAbort does not wait for the peers.
+static int sc_vendor_abort_comm(vComm vc, int rank) {
+  vResult r;
+  {
+    std::lock_guard<std::mutex> lk(g_vendor_teardown_mu);
+    r = g_vendor.CommAbort(vc);
+  }
+  (void)sc_clique_leave(vc);  // no waiting for the other local ranks here
+  if (r != 0) return sc_fail(SC_ERR_VENDOR, "rank %d: ncclCommAbort: %s", rank, g_vendor.GetErrorString(r));
+  return SC_OK;
+}
+
+// Finalize (unserialized), then Destroy (serialized). A failed Finalize leaves the communicator in an
+// unknown state: it is aborted instead of destroyed. Runs on the worker thread, whose sc_last_error
+// is not the caller's, so the text comes back through *err.
+static int sc_vendor_finalize_destroy(vComm vc, int rank, int device, double limit, std::string* err) {
+  char buf[768];
+  // NCCL selects the communicator's device itself; a failure here is reported, but the collective
+  // Finalize still runs so that the peers are not left waiting for this rank.
+  const gpuError_t e = gpuSetDevice(device);
+  if (e != gpuSuccess) (void)gpuGetLastError();
+  const vResult rf = g_vendor.CommFinalize ? g_vendor.CommFinalize(vc) : 0;
+  vResult rd = 0, ra = 0;
+  {
+    std::lock_guard<std::mutex> lk(g_vendor_teardown_mu);
+    if (rf == 0) rd = g_vendor.CommDestroy(vc);
+    else ra = g_vendor.CommAbort(vc);  // failed Finalize: state unknown, free it the peer-free way
+  }
+  // Item 4: return only once the other ranks of this process are through their Destroy/Abort too.
+  bool all_done = true;
+  if (std::shared_ptr<ScVendorClique> q = sc_clique_leave(vc)) {
+    std::unique_lock<std::mutex> lq(q->mu);
+    all_done = q->cv.wait_for(lq, std::chrono::duration<double>(limit), [&] { return q->done >= q->members; });
+  }
+  if (rf != 0) {
+    snprintf(buf, sizeof(buf), "rank %d: ncclCommFinalize: %s; then ncclCommAbort: %s", rank,
+             g_vendor.GetErrorString(rf), ra ? g_vendor.GetErrorString(ra) : "ok");
+    *err = buf;
+    return SC_ERR_VENDOR;
+  }
+  if (rd != 0) {
+    snprintf(buf, sizeof(buf), "rank %d: ncclCommDestroy: %s", rank, g_vendor.GetErrorString(rd));
+    *err = buf;
+    return SC_ERR_VENDOR;
+  }
+  if (!all_done) {
+    snprintf(buf, sizeof(buf), "rank %d: the other ranks of this process did not finish closing the vendor "
+             "communicator within %.1f s", rank, limit);
+    *err = buf;
+    return SC_ERR_TIMEOUT;
+  }
+  if (e != gpuSuccess) {
+    snprintf(buf, sizeof(buf), "rank %d: set device %d for the vendor teardown: %s (the teardown itself succeeded)",
+             rank, device, gpuGetErrorString(e));
+    *err = buf;
+    return SC_ERR_RUNTIME;
+  }
+  return SC_OK;
+}
+
+struct ScVendorClose {  // shared by sc_vendor_close_comm and its worker, which may outlive it
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int rc = SC_OK;
+  std::string err;
+};
+
+// Collective: every rank of the vendor communicator must call it (sc_comm_destroy does so only after
+// its barrier). Waits at most timeout_s.
+static int sc_vendor_close_comm(vComm vc, int rank, int device, double timeout_s) {
+  auto st = std::make_shared<ScVendorClose>();
+  const double limit = std::min(std::max(timeout_s, 1.0), 1e7);
+  std::thread worker;
+  try {
+    worker = std::thread([st, vc, rank, device, limit] {
+      std::string err;
+      const int rc = sc_vendor_finalize_destroy(vc, rank, device, limit, &err);
+      std::lock_guard<std::mutex> lk(st->mu);
+      st->rc = rc;
+      st->err = err;
+      st->done = true;
+      st->cv.notify_all();
+    });
+  } catch (const std::exception&) {  // no thread to be had: same steps inline, unbounded
+    std::string err;
+    const int rc = sc_vendor_finalize_destroy(vc, rank, device, limit, &err);
+    return rc == SC_OK ? SC_OK : sc_fail(rc, "%s", err.c_str());
+  }
+  // The worker's own waits are bounded by `limit`; this one a little later, so that its text wins.
+  std::unique_lock<std::mutex> lk(st->mu);
+  if (!st->cv.wait_for(lk, std::chrono::duration<double>(limit * 1.05 + 1.0), [&] { return st->done; })) {
+    lk.unlock();
+    worker.detach();
+    return sc_fail(SC_ERR_TIMEOUT,
+                   "rank %d: %s did not return within %.1f s (a peer rank never closed its vendor "
+                   "communicator?); it is left to a background thread",
+                   rank, g_vendor.CommFinalize ? "ncclCommFinalize/ncclCommDestroy" : "ncclCommDestroy",
+                   limit * 1.05 + 1.0);
+  }
+  const int rc = st->rc;
+  const std::string err = st->err;
+  lk.unlock();
+  worker.join();
+  return rc == SC_OK ? SC_OK : sc_fail(rc, "%s", err.c_str());
 }
 
 // ============================================================================================
@@ -904,8 +1109,9 @@ extern "C" int sc_comm_abort(sc_comm_t c) {
   ((volatile int*)c->host_words)[16] = 1;
   c->aborted = true;
   if (c->vcomm && g_vendor.h) {
-    g_vendor.CommAbort(c->vcomm);
+    vComm vc = c->vcomm;
     c->vcomm = nullptr;
+    return sc_vendor_abort_comm(vc, c->rank);  // serialized with the other ranks' teardown, no peer wait
   }
   return SC_OK;
 }
@@ -1036,6 +1242,7 @@ extern "C" int sc_comm_destroy(sc_comm_t c) {
   int rc = SC_OK;
   {
     ScDeviceGuard g(c->device);
+    bool all_arrived = false;  // the barrier below completed: every rank is in sc_comm_destroy
     if (c->connected && !c->aborted && sc_state_check(c) == SC_OK) {
       // Collective: nobody may still write into our staging when it is freed.
       gpuError_t e = sc_launch_raw(c, sc_k_close_barrier, 1, 32, c->internal, c->dev);
@@ -1047,9 +1254,21 @@ extern "C" int sc_comm_destroy(sc_comm_t c) {
         if (e != gpuSuccess) rc = sc_fail(SC_ERR_RUNTIME, "destroy barrier: %s", gpuGetErrorString(e));
       }
       if (rc == SC_OK) rc = sc_state_check(c);
+      all_arrived = rc == SC_OK;
     }
-    if (c->vcomm && g_vendor.h) g_vendor.CommDestroy(c->vcomm);
-    c->vcomm = nullptr;
+    if (c->vcomm && g_vendor.h) {
+      // See "vendor communicator teardown": Finalize (collective) only when every rank is known to be
+      // here, so that it cannot wait for a rank that will never come; else the peer-free CommAbort.
+      vComm vc = c->vcomm;
+      c->vcomm = nullptr;
+      const std::string first = rc != SC_OK ? g_last_error : std::string();
+      const int vrc = all_arrived ? sc_vendor_close_comm(vc, c->rank, c->device, c->timeout_s)
+                                  : sc_vendor_abort_comm(vc, c->rank);
+      if (vrc != SC_OK) {
+        if (rc == SC_OK) rc = vrc;
+        else sc_fail(rc, "%s; vendor communicator: %s", first.c_str(), g_last_error.c_str());
+      }
+    }
     sc_free_comm_memory(c);
   }
   std::string keep = rc != SC_OK ? g_last_error : std::string();
@@ -1227,7 +1446,12 @@ extern "C" int sc_vendor_comm_init(sc_comm_t c, const void* id) {
   if (g.rc) return g.rc;
   vUniqueId uid;
   memcpy(&uid, id, sizeof(uid));
+  // ncclCommInitRank blocks until every rank has joined, so each rank calls this from its own thread
+  // (or process), as the callers do (one thread per rank); one thread initializing several ranks would
+  // need ncclGroupStart/End around them (nccl.h), which this per-rank API does not offer.
+  std::shared_ptr<ScVendorClique> q = sc_clique_join(uid);  // before: see "vendor communicator teardown"
   vResult r = g_vendor.CommInitRank(&c->vcomm, c->nranks, uid, c->rank);
+  sc_clique_init_done(uid, q, c->vcomm, r == 0);
   if (r != 0) {
     c->vcomm = nullptr;
     return sc_fail(SC_ERR_VENDOR, "ncclCommInitRank(rank %d of %d): %s", c->rank, c->nranks, g_vendor.GetErrorString(r));

@@ -4,11 +4,17 @@
 //               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
+//               [--vclose] [--vclose-only] [--vclose-rounds N] [--vclose-comms K] [--vclose-a2av]
+//                                                   (vendor communicators closed at once)
 //
 // Modes (all by default):
 //   mp    one process per GPU (fork), blobs exchanged through files in a private temp dir
 //   sp    all ranks in one process (one thread per rank), direct peer pointers
 //   bench (mp) allreduce fp32 + bf16, 1 KB .. 1 GB: DDA flat, tree vs NCCL in the same run
+//   vclose (only with --vclose / --vclose-only) all ranks in one process, one thread and one GPU per
+//         rank; per round K (3) communicators per rank with vendor communicators, each used for vendor
+//         allreduce, allgather, reducescatter, broadcast (+ allToAllV with --vclose-a2av), then every
+//         rank closes them at the same moment (every 4th round: sc_comm_abort first); 20 rounds
 // Uses only the C ABI (sparkcomms.h). Exit status 0 only when every check passed.
 #include "sparkcomms.h"
 
@@ -30,6 +36,7 @@
 #include <cmath>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -897,6 +904,9 @@ struct Options {
   bool lp = false, lp_only = false, lp_big = false, lp_bench = false;
   bool a2av = false, a2av_only = false, a2av_bench = false;
   const char* a2av_csv = nullptr;
+  bool vclose = false;
+  int vclose_rounds = 20, vclose_comms = 3;
+  bool vclose_a2av = false;
   size_t bench_max = (size_t)1 << 30;
   int iters = 100;
   const char* md = nullptr;
@@ -1010,6 +1020,224 @@ static void rm_dir(const std::string& d) {
   if (system(cmd.c_str()) != 0) fprintf(stderr, "warning: could not remove %s\n", d.c_str());
 }
 
+// ------------------------------------------------------------------------------------------
+// vclose: vendor communicators of several ranks in one process, closed at the same moment.
+// Regression test for the SIGSEGV inside ncclCommDestroy when two rank threads of one process
+// closed their vendor communicators concurrently, and for the hang (then illegal memory access) when
+// each rank closed several such communicators in a row (the library before the fix, 2x H200).
+// ------------------------------------------------------------------------------------------
+struct SpinBarrier {  // releases its n threads within microseconds of each other
+  explicit SpinBarrier(int n_) : n(n_) {}
+  void wait() {
+    const int g = gen.load(std::memory_order_acquire);
+    if (count.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      count.store(0, std::memory_order_relaxed);
+      gen.fetch_add(1, std::memory_order_release);
+    } else {
+      while (gen.load(std::memory_order_acquire) == g) std::this_thread::yield();
+    }
+  }
+  const int n;
+  std::atomic<int> count{0}, gen{0};
+};
+
+// One rank: per round, o.vclose_comms communicators with vendor communicators alive at once (as the
+// Java suite keeps one per algorithm), each used for vendor allreduces (SUM and PREMUL_SUM),
+// allgather, reducescatter and broadcast (and, with --vclose-a2av, a vendor allToAllV: grouped
+// send/recv), then all closed, every rank at the same moment.
+static int vclose_rank(int rank, const Options& o, const std::string& dir, SpinBarrier& sb) {
+  const int n = o.nranks, K = o.vclose_comms;
+  Exchanger ex;
+  ex.dir = dir;
+  ex.rank = rank;
+  ex.n = n;
+  int ndev = 0;
+  SC(sc_device_count(&ndev));
+  const int dev = rank % ndev;
+  SC(sc_set_device(dev));
+  void* stream = nullptr;
+  SC(sc_stream_create(&stream));
+  const size_t blen = sc_comm_export_size();
+  const int idlen = sc_vendor_unique_id_size();
+  const size_t maxc = (1u << 18) + 5;
+  DevBuf sb_, rb_, cnt_;
+  sb_.ensure(maxc * 4);
+  rb_.ensure(maxc * 4);
+  cnt_.ensure(2 * 8 * (size_t)n);
+  std::vector<float> in(maxc), out(maxc);
+  const float tri = (float)(n * (n + 1) / 2);
+  int fails = 0;
+  auto step = [&](int round, int j, const char* what) {  // progress, with -v
+    if (o.verbose) printf("[vclose r%d] round %d comm %d: %s\n", rank, round, j, what);
+  };
+  auto check = [&](const char* what, int round, size_t cnt, const std::function<float(size_t)>& want) {
+    size_t bad = 0;
+    for (size_t i = 0; i < cnt; ++i)
+      if (out[i] != want(i)) {
+        if (bad < 3) printf("[vclose r%d] round %d: %s: element %zu = %g, expected %g\n", rank, round, what, i, out[i], want(i));
+        ++bad;
+      }
+    if (bad) {
+      printf("[vclose r%d] FAIL round %d: %s of %zu elements: %zu wrong\n", rank, round, what, cnt, bad);
+      ++fails;
+    }
+  };
+  for (int round = 0; round < o.vclose_rounds; ++round) {
+    std::vector<sc_comm_t> cms(K, nullptr);
+    for (int j = 0; j < K; ++j) {
+      step(round, j, "create, connect, vendor init");
+      SC(sc_comm_create(rank, n, dev, 1 << 20, comm_timeout, &cms[j]));
+      std::vector<unsigned char> mine(blen), all(blen * n);
+      SC(sc_comm_export(cms[j], mine.data(), blen));
+      ex.allgather(mine.data(), blen, all.data());
+      SC(sc_comm_connect(cms[j], all.data(), blen));
+      std::vector<unsigned char> id(idlen), ids((size_t)idlen * n);
+      if (rank == 0) SC(sc_vendor_unique_id(id.data(), idlen));
+      ex.allgather(id.data(), id.size(), ids.data());
+      SC(sc_vendor_comm_init(cms[j], ids.data()));  // rank 0's id
+    }
+    int ops = 0;
+    for (int j = 0; j < K; ++j) {
+      sc_comm_t cm = cms[j];
+      // allreduce SUM, then PREMUL_SUM by 0.5, of small integers: exact in fp32
+      const size_t counts[] = {1, 1023, maxc};
+      for (int k = 0; k < 3; ++k) {
+        const size_t cnt = counts[k];
+        const int sh = k + round + j;
+        for (int premul = 0; premul < 2; ++premul) {
+          step(round, j, premul ? "vendor allreduce PREMUL_SUM" : "vendor allreduce SUM");
+          for (size_t i = 0; i < cnt; ++i) in[i] = (float)((rank + 1) * (premul ? 2 : 1) * (int)((i + sh) % 13));
+          SC(sc_memcpy_htod(sb_.p, in.data(), cnt * 4, stream));
+          SC(sc_allreduce(cm, sb_.p, rb_.p, cnt, SC_FLOAT32, premul ? SC_PREMUL_SUM : SC_SUM, 0.5, SC_ALGO_VENDOR, stream));
+          SC(sc_memcpy_dtoh(out.data(), rb_.p, cnt * 4, stream));
+          SC(sc_stream_synchronize(stream));
+          check(premul ? "vendor allreduce PREMUL_SUM" : "vendor allreduce SUM", round, cnt,
+                [&](size_t i) { return tri * (float)((i + sh) % 13); });
+          ++ops;
+        }
+      }
+      // allgather, reducescatter (SUM), broadcast (root j % n) through the vendor
+      {
+        const size_t cnt = 4097;
+        step(round, j, "vendor allgather");
+        for (size_t i = 0; i < cnt; ++i) in[i] = (float)(rank * 100000 + (int)i);
+        SC(sc_memcpy_htod(sb_.p, in.data(), cnt * 4, stream));
+        SC(sc_vendor_allgather(cm, sb_.p, rb_.p, cnt, SC_FLOAT32, stream));
+        SC(sc_memcpy_dtoh(out.data(), rb_.p, cnt * n * 4, stream));
+        SC(sc_stream_synchronize(stream));
+        check("vendor allgather", round, cnt * n, [&](size_t i) { return (float)((int)(i / cnt) * 100000 + (int)(i % cnt)); });
+        step(round, j, "vendor reducescatter");
+        for (size_t i = 0; i < cnt * n; ++i) in[i] = (float)((rank + 1) * (int)(i % 11));
+        SC(sc_memcpy_htod(sb_.p, in.data(), cnt * n * 4, stream));
+        SC(sc_vendor_reducescatter(cm, sb_.p, rb_.p, cnt, SC_FLOAT32, SC_SUM, 1.0, stream));
+        SC(sc_memcpy_dtoh(out.data(), rb_.p, cnt * 4, stream));
+        SC(sc_stream_synchronize(stream));
+        check("vendor reducescatter", round, cnt, [&](size_t i) { return tri * (float)(((size_t)rank * cnt + i) % 11); });
+        step(round, j, "vendor broadcast");
+        const int root = j % n;
+        for (size_t i = 0; i < cnt; ++i) in[i] = (float)(rank * 7 + (int)(i % 5));
+        SC(sc_memcpy_htod(sb_.p, in.data(), cnt * 4, stream));
+        SC(sc_vendor_broadcast(cm, sb_.p, rb_.p, cnt, SC_FLOAT32, root, stream));
+        SC(sc_memcpy_dtoh(out.data(), rb_.p, cnt * 4, stream));
+        SC(sc_stream_synchronize(stream));
+        check("vendor broadcast", round, cnt, [&](size_t i) { return (float)(root * 7 + (int)(i % 5)); });
+        ops += 3;
+      }
+      SC(sc_comm_check(cm));
+      if (!o.vclose_a2av) continue;
+      // allToAllV through the vendor's grouped send/recv: rank r sends 100+r+p+j elements of value
+      // 1000*r+p to rank p
+      step(round, j, "vendor allToAllV");
+      std::vector<int64_t> sc(n), rc(n, -1);
+      size_t stot = 0, rtot = 0;
+      for (int p = 0; p < n; ++p) {
+        sc[p] = 100 + rank + p + j;
+        for (int64_t e = 0; e < sc[p]; ++e) in[stot++] = (float)(1000 * rank + p);
+        rtot += (size_t)(100 + p + rank + j);
+      }
+      SC(sc_memcpy_htod(sb_.p, in.data(), stot * 4, stream));
+      SC(sc_memcpy_htod(cnt_.p, sc.data(), 8 * n, stream));
+      SC(sc_vendor_alltoallv(cm, sb_.p, (const int64_t*)cnt_.p, rb_.p, maxc, (int64_t*)cnt_.p + n, SC_FLOAT32, stream));
+      SC(sc_memcpy_dtoh(out.data(), rb_.p, rtot * 4, stream));
+      SC(sc_memcpy_dtoh(rc.data(), (int64_t*)cnt_.p + n, 8 * n, stream));
+      SC(sc_stream_synchronize(stream));
+      std::vector<float> ref;
+      for (int q = 0; q < n; ++q) {
+        if (rc[q] != 100 + q + rank + j) {
+          printf("[vclose r%d] FAIL round %d: vendor allToAllV: %lld elements from rank %d, expected %d\n", rank, round,
+                 (long long)rc[q], q, 100 + q + rank + j);
+          ++fails;
+        }
+        ref.insert(ref.end(), (size_t)(100 + q + rank + j), (float)(1000 * q + rank));
+      }
+      check("vendor allToAllV", round, rtot, [&](size_t i) { return ref[i]; });
+      ++ops;
+      SC(sc_comm_check(cm));
+    }
+    const bool abort_first = round % 4 == 3;
+    sb.wait();  // every rank closes at the same moment, communicator by communicator
+    const double t0 = now_s();
+    for (int j = 0; j < K; ++j) {
+      step(round, j, abort_first ? "abort, destroy" : "destroy");
+      if (abort_first) {
+        const int rc = sc_comm_abort(cms[j]);
+        if (rc != SC_OK) {
+          printf("[vclose r%d] FAIL round %d: sc_comm_abort(comm %d) -> %s: %s\n", rank, round, j, sc_status_name(rc),
+                 sc_last_error());
+          ++fails;
+        }
+      }
+      const int rc = sc_comm_destroy(cms[j]);
+      if (rc != SC_OK) {
+        printf("[vclose r%d] FAIL round %d: sc_comm_destroy(comm %d) -> %s: %s\n", rank, round, j, sc_status_name(rc),
+               sc_last_error());
+        ++fails;
+      }
+    }
+    const double dt = now_s() - t0;
+    if (rank == 0 || o.verbose)
+      printf("[vclose r%d] round %d: %d vendor calls on %d communicators checked; %s closed in %.1f ms\n", rank, round, ops,
+             K, abort_first ? "aborted and" : "", dt * 1e3);
+    sb.wait();  // all closed before the next round creates new communicators
+  }
+  SC(sc_stream_destroy(stream));
+  return fails;
+}
+
+static int run_vclose(const Options& o) {
+  if (sc_vendor_available() != 1) {
+    printf("[vclose] FAILED: vendor library unavailable: %s\n", sc_last_error());
+    return 1;
+  }
+  int v = 0, ndev = 0;
+  SC(sc_vendor_version(&v));
+  SC(sc_device_count(&ndev));
+  if (ndev < o.nranks) {  // the vendor library does not take two ranks of one communicator on one GPU
+    printf("[vclose] FAILED: needs %d GPUs (one per rank), %d visible\n", o.nranks, ndev);
+    return 1;
+  }
+  printf("[vclose] %d ranks in one process (one thread and GPU each), vendor version %d, %d rounds of %d communicators\n",
+         o.nranks, v, o.vclose_rounds, o.vclose_comms);
+  std::string dir = make_dir();
+  SpinBarrier sb(o.nranks);
+  std::vector<std::thread> th;
+  std::vector<int> rcs(o.nranks, 0);
+  const double t0 = now_s();
+  for (int r = 0; r < o.nranks; ++r) th.emplace_back([&, r] { rcs[r] = vclose_rank(r, o, dir, sb); });
+  for (auto& t : th) t.join();
+  rm_dir(dir);
+  int f = 0;
+  for (int r = 0; r < o.nranks; ++r) f += rcs[r];
+  long long live[3] = {0, 0, 0};
+  SC(sc_live_resources(live));
+  if (live[0] != 0) {
+    printf("[vclose] FAIL: %lld communicator(s) still live after all rounds\n", live[0]);
+    ++f;
+  }
+  printf("[vclose] %s (%d rounds, %.1f s)\n", f ? "FAILED" : "all ranks passed", o.vclose_rounds, now_s() - t0);
+  return f ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   Options o;
@@ -1043,12 +1271,19 @@ int main(int argc, char** argv) {
     else if (a == "--a2av-only") { o.a2av = o.a2av_only = true; o.bench = false; }
     else if (a == "--a2av-bench") { o.a2av_bench = o.a2av_only = true; o.bench = true; }
     else if (a == "--a2av-csv") o.a2av_csv = next();
+    else if (a == "--vclose") o.vclose = true;
+    else if (a == "--vclose-only") { o.vclose = true; o.mp = o.sp = false; o.bench = false; }
+    else if (a == "--vclose-rounds") o.vclose_rounds = atoi(next());
+    else if (a == "--vclose-comms") o.vclose_comms = atoi(next());
+    else if (a == "--vclose-a2av") o.vclose_a2av = true;
     else die("unknown argument %s", a.c_str());
   }
   if (o.nranks < 2 || o.nranks > 8) die("--ranks must be 2..8");
   if (o.iters < 1) o.iters = 1;
-  printf("sc_gpu_test: ranks=%d seed=0x%llx mp=%d sp=%d bench=%d correctness=%d\n", o.nranks,
-         (unsigned long long)o.seed, o.mp, o.sp, o.bench, o.correctness);
+  if (o.vclose_rounds < 1) o.vclose_rounds = 1;
+  if (o.vclose_comms < 1) o.vclose_comms = 1;
+  printf("sc_gpu_test: ranks=%d seed=0x%llx mp=%d sp=%d bench=%d correctness=%d vclose=%d\n", o.nranks,
+         (unsigned long long)o.seed, o.mp, o.sp, o.bench, o.correctness, o.vclose);
   int failures = 0;
   // Multi-process first: the parent must not initialise the GPU runtime before fork().
   if (o.mp && (o.correctness || o.bench || o.lp || o.a2av)) {
@@ -1093,6 +1328,7 @@ int main(int argc, char** argv) {
     rm_dir(dir);
     printf("[sp] %s\n", f ? "FAILED" : "all ranks passed");
   }
+  if (o.vclose) failures += run_vclose(o);
   printf("sc_gpu_test: %s\n", failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }
