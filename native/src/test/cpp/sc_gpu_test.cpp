@@ -482,9 +482,9 @@ static void run_correctness(Ctx& c, size_t staging) {
     run_case("broadcast", dt, -1, -1, 1023, 1, n - 1);
     c.log("%s done: %d passed, %d failed so far (%.1f s)", DT_NAME[dt], c.passes, c.fails, now_s() - t0);
   }
-  // Error paths: LP and PREMUL on ints.
-  if (sc_allreduce(c.comm, dsend.p, drecv.p, 16, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_LP, c.stream) != SC_ERR_UNSUPPORTED)
-    c.fail("algo LP should return SC_ERR_UNSUPPORTED");
+  // Error paths: LP on fp16 (LP takes fp32 / bf16) and PREMUL on ints.
+  if (sc_allreduce(c.comm, dsend.p, drecv.p, 16, SC_FLOAT16, SC_SUM, 1.0, SC_ALGO_LP, c.stream) != SC_ERR_UNSUPPORTED)
+    c.fail("algo LP on fp16 should return SC_ERR_UNSUPPORTED");
   else ++c.passes;
   if (sc_allreduce(c.comm, dsend.p, drecv.p, 16, SC_INT32, SC_PREMUL_SUM, 1.0, SC_ALGO_FLAT, c.stream) != SC_ERR_UNSUPPORTED)
     c.fail("PREMUL_SUM on int32 should return SC_ERR_UNSUPPORTED");
