@@ -60,10 +60,9 @@ public final class AlgorithmSelector {
     }
     Algorithm forced = o.algorithm();
     boolean lpWanted = forced == Algorithm.LP || (forced == Algorithm.AUTO && o.lowPrecisionEnabled(c) && bytes >= o.lpMinBytes());
-    // Measured on 2x H200 (bench/gpu-lp-results.md): GPU LP is 0.53-0.78x NCCL for bf16, so under
-    // AUTO the GPU backend keeps bf16 at full precision; algorithm=LP still forces it.
-    boolean gpuBf16 = b.gpu() && forced == Algorithm.AUTO && dtype == DataType.BFLOAT16;
-    if (lpWanted && lpAvailable && !gpuBf16 && lowPrecisionEligible(c, dtype, op)) {
+    // fp32 and bf16 alike: on 2x H200 GPU LP is 1.03-1.88x NCCL for bf16 and 2.0-2.4x for fp32 from
+    // 4 MB (bench/gpu-lp-results.md, one-shot kernels; the earlier kernels were slower than NCCL on bf16).
+    if (lpWanted && lpAvailable && lowPrecisionEligible(c, dtype, op)) {
       return Algorithm.LP;
     }
     if (forced == Algorithm.VENDOR) {

@@ -52,8 +52,10 @@ class AlgorithmSelectorTest {
     AlgorithmSelector.Backend gpuLp = new AlgorithmSelector.Backend(true, true, true);
     CommOptions lpOn = CommOptions.builder().lowPrecision(true).build();
     assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.FLOAT32, ReduceOp.SUM, lpOn, gpuLp));
-    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM, lpOn, gpuLp),
-        "GPU LP is slower than NCCL for bf16: AUTO keeps full precision");
+    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM, lpOn, gpuLp),
+        "GPU LP is faster than NCCL for bf16 too (one-shot kernels)");
+    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 8 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM, lpOn, gpuLp),
+        "below lpMinBytes: full precision");
     assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM,
         CommOptions.builder().algorithm(LP).build(), gpuLp), "forced LP still runs");
   }
