@@ -563,31 +563,42 @@ static void sc_clique_init_done(const vUniqueId& id, const std::shared_ptr<ScVen
     q->cv.notify_all();
   }
 }
-// After this rank's Destroy/Abort returned.
-static std::shared_ptr<ScVendorClique> sc_clique_leave(vComm vc) {
-  std::shared_ptr<ScVendorClique> q;
-  {
-    std::lock_guard<std::mutex> lk(g_cliques_mu);
-    auto it = g_clique_of.find(vc);
-    if (it == g_clique_of.end()) return q;
-    q = it->second;
-    g_clique_of.erase(it);
-  }
-  std::lock_guard<std::mutex> lq(q->mu);
-  ++q->done;
-  q->cv.notify_all();
+// Before this rank's Destroy/Abort: forget vc's clique. It must happen before, because the last
+// Destroy/Abort of the process frees every sibling's communicator, after which vc is a dangling
+// key that a new CommInitRank may reuse.
+static std::shared_ptr<ScVendorClique> sc_clique_detach(vComm vc) {
+  std::lock_guard<std::mutex> lk(g_cliques_mu);
+  auto it = g_clique_of.find(vc);
+  if (it == g_clique_of.end()) return nullptr;
+  std::shared_ptr<ScVendorClique> q = it->second;
+  g_clique_of.erase(it);
   return q;
 }
+// After this rank's Destroy/Abort returned: count it, and wait (at most limit_s; 0: not at all)
+// until every rank of the clique in this process is through its own. Returns false on timeout.
+static bool sc_clique_done(const std::shared_ptr<ScVendorClique>& q, double limit_s) {
+  if (!q) return true;
+  std::unique_lock<std::mutex> lq(q->mu);
+  ++q->done;
+  q->cv.notify_all();
+  if (limit_s <= 0) return true;
+  return q->cv.wait_for(lq, std::chrono::duration<double>(limit_s), [&] { return q->done >= q->members; });
+}
 
-// Immediate: ncclCommAbort does not wait for the peers.
-static int sc_vendor_abort_comm(vComm vc, int rank) {
+// Immediate: ncclCommAbort does not wait for the peers. wait_s > 0 (destroy path): then wait that
+// long for the in-process sibling ranks, as after a Destroy (item 4 below); sc_comm_abort passes 0.
+static int sc_vendor_abort_comm(vComm vc, int rank, double wait_s) {
+  const std::shared_ptr<ScVendorClique> q = sc_clique_detach(vc);
   vResult r;
   {
     std::lock_guard<std::mutex> lk(g_vendor_teardown_mu);
     r = g_vendor.CommAbort(vc);
   }
-  (void)sc_clique_leave(vc);  // no waiting for the other local ranks here
+  const bool all_done = sc_clique_done(q, wait_s);
   if (r != 0) return sc_fail(SC_ERR_VENDOR, "rank %d: ncclCommAbort: %s", rank, g_vendor.GetErrorString(r));
+  if (!all_done)
+    return sc_fail(SC_ERR_TIMEOUT, "rank %d: the other ranks of this process did not finish closing the vendor "
+                   "communicator within %.1f s", rank, wait_s);
   return SC_OK;
 }
 
@@ -601,6 +612,7 @@ static int sc_vendor_finalize_destroy(vComm vc, int rank, int device, double lim
   const gpuError_t e = gpuSetDevice(device);
   if (e != gpuSuccess) (void)gpuGetLastError();
   const vResult rf = g_vendor.CommFinalize ? g_vendor.CommFinalize(vc) : 0;
+  const std::shared_ptr<ScVendorClique> q = sc_clique_detach(vc);
   vResult rd = 0, ra = 0;
   {
     std::lock_guard<std::mutex> lk(g_vendor_teardown_mu);
@@ -608,11 +620,7 @@ static int sc_vendor_finalize_destroy(vComm vc, int rank, int device, double lim
     else ra = g_vendor.CommAbort(vc);  // failed Finalize: state unknown, free it the peer-free way
   }
   // Item 4: return only once the other ranks of this process are through their Destroy/Abort too.
-  bool all_done = true;
-  if (std::shared_ptr<ScVendorClique> q = sc_clique_leave(vc)) {
-    std::unique_lock<std::mutex> lq(q->mu);
-    all_done = q->cv.wait_for(lq, std::chrono::duration<double>(limit), [&] { return q->done >= q->members; });
-  }
+  const bool all_done = sc_clique_done(q, limit);
   if (rf != 0) {
     snprintf(buf, sizeof(buf), "rank %d: ncclCommFinalize: %s; then ncclCommAbort: %s", rank,
              g_vendor.GetErrorString(rf), ra ? g_vendor.GetErrorString(ra) : "ok");
@@ -828,7 +836,8 @@ static void sc_lp_defaults(sc_comm* c) {
   const long long bs = (long long)sc_env_size("SPARKCOMMS_LP_BLOCK_SIZE", 128);
   c->lp_bs = sc_lp_block_ok(bs) ? (int)bs : 128;
   c->lp_min = sc_env_size("SPARKCOMMS_LP_MIN_BYTES", (size_t)16 << 20);
-  c->lp_oneshot_max = (int)sc_env_size("SPARKCOMMS_LP_ONESHOT_MAX_RANKS", 2);
+  const size_t osm = sc_env_size("SPARKCOMMS_LP_ONESHOT_MAX_RANKS", 2);
+  c->lp_oneshot_max = osm <= SC_MAX_RANKS ? (int)osm : 2;
   const size_t lpb = sc_env_size("SPARKCOMMS_LP_MAX_BLOCKS", 0);
   c->lp_max_blocks = lpb <= SC_MAX_BLOCKS ? (int)lpb : 0;
   const int all = sc_env_flag("RCCL_LOW_PRECISION_ENABLE", 0);
@@ -1108,11 +1117,9 @@ extern "C" int sc_comm_abort(sc_comm_t c) {
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
   ((volatile int*)c->host_words)[16] = 1;
   c->aborted = true;
-  if (c->vcomm && g_vendor.h) {
-    vComm vc = c->vcomm;
-    c->vcomm = nullptr;
-    return sc_vendor_abort_comm(vc, c->rank);  // serialized with the other ranks' teardown, no peer wait
-  }
+  // Taken atomically: an abort from a watchdog thread may race sc_comm_destroy's own teardown.
+  vComm vc = c->vcomm ? __atomic_exchange_n(&c->vcomm, (vComm) nullptr, __ATOMIC_ACQ_REL) : nullptr;
+  if (vc && g_vendor.h) return sc_vendor_abort_comm(vc, c->rank, 0);  // serialized, no peer wait
   return SC_OK;
 }
 
@@ -1256,14 +1263,13 @@ extern "C" int sc_comm_destroy(sc_comm_t c) {
       if (rc == SC_OK) rc = sc_state_check(c);
       all_arrived = rc == SC_OK;
     }
-    if (c->vcomm && g_vendor.h) {
+    vComm vc = c->vcomm ? __atomic_exchange_n(&c->vcomm, (vComm) nullptr, __ATOMIC_ACQ_REL) : nullptr;
+    if (vc && g_vendor.h) {
       // See "vendor communicator teardown": Finalize (collective) only when every rank is known to be
       // here, so that it cannot wait for a rank that will never come; else the peer-free CommAbort.
-      vComm vc = c->vcomm;
-      c->vcomm = nullptr;
       const std::string first = rc != SC_OK ? g_last_error : std::string();
       const int vrc = all_arrived ? sc_vendor_close_comm(vc, c->rank, c->device, c->timeout_s)
-                                  : sc_vendor_abort_comm(vc, c->rank);
+                                  : sc_vendor_abort_comm(vc, c->rank, std::min(std::max(c->timeout_s, 1.0), 1e7));
       if (vrc != SC_OK) {
         if (rc == SC_OK) rc = vrc;
         else sc_fail(rc, "%s; vendor communicator: %s", first.c_str(), g_last_error.c_str());
@@ -1804,41 +1810,28 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
   const int n = c->nranks;
   const size_t es = sc_dtype_size(dtype), bs = (size_t)c->lp_bs;
   gpuStream_t st = (gpuStream_t)stream;
-  if (n == 1) {  // quantize + dequantize locally, same numerics as the n-rank path's own slice
-    return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): needs 2..8 ranks");
-  }
+  if (n == 1) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): needs 2..8 ranks");
   const ScFp8 f = sc_fp8_format(c->lp_fmt);
-  if (n <= c->lp_oneshot_max) {
-    // One-shot: n slots per half, each a whole chunk's run.
-    const size_t m = sc_lp_blocks_fit(c, (size_t)n);
-    if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
-    const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs)), cap = m * bs;
-    for (size_t off = 0; off < count; off += cap) {
-      const size_t k = count - off < cap ? count - off : cap;
-      const int blocks = sc_lp_grid(c, (k + bs - 1) / bs);
-      const char* s = (const char*)send + off * es;
-      char* r = (char*)recv + off * es;
-#define SC_LP_AR1(DT, OP) sc_launch(c, sc_k_lp_allreduce_oneshot<DT, OP>, blocks, c->threads, st, c->dev, c->seq, \
-                                    (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f)
-      if (dtype == SC_FLOAT32) { if (op == SC_SUM) SC_LP_AR1(SC_DT_F32, SC_OP_SUM); else SC_LP_AR1(SC_DT_F32, SC_OP_AVG); }
-      else { if (op == SC_SUM) SC_LP_AR1(SC_DT_BF16, SC_OP_SUM); else SC_LP_AR1(SC_DT_BF16, SC_OP_AVG); }
-#undef SC_LP_AR1
-      SC_TRY(sc_launch_check(c, "allreduce_lp"));
-    }
-    return SC_OK;
-  }
-  const size_t m = sc_lp_blocks_fit(c, 2 * (size_t)n);  // blocks per slice per chunk
+  // One-shot: n slots per half, each a whole chunk's run. Two-shot: n reduce-scatter + n all-gather
+  // slots, each one rank's slice of the chunk.
+  const bool one = n <= c->lp_oneshot_max;
+  const size_t m = sc_lp_blocks_fit(c, one ? (size_t)n : 2 * (size_t)n);  // blocks per slot
   if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
   const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs));
-  const size_t cap = m * bs * (size_t)n;
+  const size_t cap = one ? m * bs : m * bs * (size_t)n;
   for (size_t off = 0; off < count; off += cap) {
     const size_t k = count - off < cap ? count - off : cap;
     const size_t nb = (k + bs - 1) / bs;
-    const int blocks = sc_lp_grid(c, (nb + n - 1) / n);
+    const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n);
     const char* s = (const char*)send + off * es;
     char* r = (char*)recv + off * es;
-#define SC_LP_AR(DT, OP) sc_launch(c, sc_k_lp_allreduce<DT, OP>, blocks, c->threads, st, c->dev, c->seq, \
-                                   (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f)
+#define SC_LP_AR(DT, OP)                                                                                   \
+  do {                                                                                                     \
+    if (one) sc_launch(c, sc_k_lp_allreduce_oneshot<DT, OP>, blocks, c->threads, st, c->dev, c->seq,      \
+                       (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f);                        \
+    else sc_launch(c, sc_k_lp_allreduce<DT, OP>, blocks, c->threads, st, c->dev, c->seq,                  \
+                   (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f);                            \
+  } while (0)
     if (dtype == SC_FLOAT32) { if (op == SC_SUM) SC_LP_AR(SC_DT_F32, SC_OP_SUM); else SC_LP_AR(SC_DT_F32, SC_OP_AVG); }
     else { if (op == SC_SUM) SC_LP_AR(SC_DT_BF16, SC_OP_SUM); else SC_LP_AR(SC_DT_BF16, SC_OP_AVG); }
 #undef SC_LP_AR
@@ -1924,13 +1917,24 @@ static int sc_codec_grid(size_t work, int threads) {
   return (int)b;
 }
 
-extern "C" int sc_quantize(const void* src, size_t count, int dtype, int fmt, int bs, void* dst, void* stream) {
-  SC_TRY(sc_codec_check(fmt, bs, dtype, "sc_quantize"));
+// Checks of the stand-alone block codec calls, and their grid (0: nothing to do). `run` is the
+// encoded side, 4-byte aligned because its scales are floats.
+static int sc_block_codec_prep(int fmt, int bs, int dtype, const void* src, const void* dst, const void* run,
+                               const char* run_name, size_t count, const char* what, int* grid) {
+  *grid = 0;
+  SC_TRY(sc_codec_check(fmt, bs, dtype, what));
   if (count == 0) return SC_OK;
-  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_quantize: null buffer");
-  if ((uintptr_t)dst % 4) return sc_fail(SC_ERR_INVALID_ARG, "sc_quantize: dst must be 4-byte aligned");
+  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "%s: null buffer", what);
+  if ((uintptr_t)run % 4) return sc_fail(SC_ERR_INVALID_ARG, "%s: %s must be 4-byte aligned", what, run_name);
+  *grid = sc_codec_grid(((count + bs - 1) / bs) * 32, SC_THREADS);
+  return SC_OK;
+}
+
+extern "C" int sc_quantize(const void* src, size_t count, int dtype, int fmt, int bs, void* dst, void* stream) {
+  int grid;
+  SC_TRY(sc_block_codec_prep(fmt, bs, dtype, src, dst, dst, "dst", count, "sc_quantize", &grid));
+  if (!grid) return SC_OK;
   const ScFp8 f = sc_fp8_format(fmt);
-  const int grid = sc_codec_grid(((count + bs - 1) / bs) * 32, SC_THREADS);
   if (dtype == SC_FLOAT32)
     sc_k_lp_quantize<SC_DT_F32><<<grid, SC_THREADS, 0, (gpuStream_t)stream>>>((const float*)src, count, (size_t)bs, (char*)dst, f);
   else
@@ -1940,12 +1944,10 @@ extern "C" int sc_quantize(const void* src, size_t count, int dtype, int fmt, in
 }
 
 extern "C" int sc_dequantize(const void* src, size_t count, int fmt, int bs, void* dst, int dtype, void* stream) {
-  SC_TRY(sc_codec_check(fmt, bs, dtype, "sc_dequantize"));
-  if (count == 0) return SC_OK;
-  if (!src || !dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_dequantize: null buffer");
-  if ((uintptr_t)src % 4) return sc_fail(SC_ERR_INVALID_ARG, "sc_dequantize: src must be 4-byte aligned");
+  int grid;
+  SC_TRY(sc_block_codec_prep(fmt, bs, dtype, src, dst, src, "src", count, "sc_dequantize", &grid));
+  if (!grid) return SC_OK;
   const ScFp8 f = sc_fp8_format(fmt);
-  const int grid = sc_codec_grid(((count + bs - 1) / bs) * 32, SC_THREADS);
   if (dtype == SC_FLOAT32)
     sc_k_lp_dequantize<SC_DT_F32><<<grid, SC_THREADS, 0, (gpuStream_t)stream>>>((const char*)src, count, (size_t)bs, (float*)dst, f);
   else

@@ -107,10 +107,10 @@ SC_DEV int sc_lp_scale_exp(uint32_t amax_bits, const ScFp8& f) {
 // 2^k as a float for k in [-127, 127] (2^-127 is the subnormal 0x00400000).
 SC_DEV float sc_pow2f(int k) { return k >= -126 ? __uint_as_float((uint32_t)(k + 127) << 23) : __uint_as_float(0x00400000u); }
 
-// Max over the 32 lanes of a group (a warp on CUDA, half a wavefront on gfx9).
-SC_DEV uint32_t sc_group_max(uint32_t v) {
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) {
+// Max over the L lanes of an aligned lane group (L a power of two <= 32); every lane of the warp
+// must call it (full-mask shuffles).
+SC_DEV uint32_t sc_lane_group_max(uint32_t v, int L) {
+  for (int m = L >> 1; m >= 1; m >>= 1) {
 #if SC_HIP
     const uint32_t o = (uint32_t)__shfl_xor((int)v, m, 32);
 #else
@@ -120,6 +120,19 @@ SC_DEV uint32_t sc_group_max(uint32_t v) {
   }
   return v;
 }
+// Max over the 32 lanes of a group (a warp on CUDA, half a wavefront on gfx9).
+SC_DEV uint32_t sc_group_max(uint32_t v) { return sc_lane_group_max(v, 32); }
+
+// The generic path's walk: one 32-lane group per block; group g takes blocks g, g + G, ...
+struct ScLpGroups {
+  int lane;
+  size_t t0, stride, nb;
+  SC_DEV ScLpGroups(size_t n, size_t bs)
+      : lane((int)(threadIdx.x & 31)),
+        t0(((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5),
+        stride(((size_t)gridDim.x * blockDim.x) >> 5),
+        nb((n + bs - 1) / bs) {}
+};
 
 // Loads that bypass L1 for staging memory written by peers during the kernel.
 SC_DEV uint32_t sc_ldcg_u32(const uint32_t* p) {

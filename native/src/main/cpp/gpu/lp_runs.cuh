@@ -100,20 +100,6 @@ SC_DEV uint32_t sc_lp_amax16(const float (&v)[16]) {
   }
   return m;
 }
-// Max over the L lanes of an aligned lane group (L a power of two <= 32); every lane of the warp
-// must call it (full-mask shuffles).
-SC_DEV uint32_t sc_lane_group_max(uint32_t v, int L) {
-  for (int m = L >> 1; m >= 1; m >>= 1) {
-#if SC_HIP
-    const uint32_t o = (uint32_t)__shfl_xor((int)v, m, 32);
-#else
-    const uint32_t o = __shfl_xor_sync(0xFFFFFFFFu, v, m, 32);
-#endif
-    v = o > v ? o : v;
-  }
-  return v;
-}
-
 // Elements [i, i + m) of p (m <= 16) as floats, zero beyond m. al: p is 16-byte aligned.
 template <int DT>
 SC_DEV void sc_lp_load16(const typename ScType<DT>::T* p, size_t i, int m, bool al, float (&v)[16]) {
@@ -312,11 +298,9 @@ SC_DEV void sc_lp_quantize_run(const typename ScType<DT>::T* src, size_t n, size
     }
     return;
   }
-  const int lane = threadIdx.x & 31;
-  const size_t g0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, G = ((size_t)gridDim.x * blockDim.x) >> 5;
-  const size_t nb = (n + bs - 1) / bs;
+  const ScLpGroups g(n, bs);
   const bool sal = sc_lp_aligned<DT>(src);
-  for (size_t t = g0; t < nb; t += G) sc_lp_quant_block<DT>(src, sal, n, bs, t, dst, ndst, lane, f);
+  for (size_t t = g.t0; t < g.nb; t += g.stride) sc_lp_quant_block<DT>(src, sal, n, bs, t, dst, ndst, g.lane, f);
 }
 
 // Dequantizes the run `run` (n elements) into out[0..n).
@@ -333,11 +317,9 @@ SC_DEV void sc_lp_dequantize_run(const char* run, size_t n, size_t bs, typename 
     }
     return;
   }
-  const int lane = threadIdx.x & 31;
-  const size_t g0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, G = ((size_t)gridDim.x * blockDim.x) >> 5;
-  const size_t nb = (n + bs - 1) / bs;
+  const ScLpGroups g(n, bs);
   const bool oal = sc_lp_aligned<DT>(out);
-  for (size_t t = g0; t < nb; t += G) sc_lp_deq_block<DT>(run, n, bs, t, out, oal, lane, f);
+  for (size_t t = g.t0; t < g.nb; t += g.stride) sc_lp_deq_block<DT>(run, n, bs, t, out, oal, g.lane, f);
 }
 
 // out[0..n) = FP32 sum over the runs in rank order (AVG: / nr).
@@ -355,14 +337,12 @@ SC_DEV void sc_lp_sum_run(const char* const (&runs)[SC_MAX_RANKS], int nr, size_
     }
     return;
   }
-  const int lane = threadIdx.x & 31;
-  const size_t g0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, G = ((size_t)gridDim.x * blockDim.x) >> 5;
-  const size_t nb = (n + bs - 1) / bs;
+  const ScLpGroups g(n, bs);
   const bool oal = sc_lp_aligned<DT>(out);
-  for (size_t t = g0; t < nb; t += G) {
+  for (size_t t = g.t0; t < g.nb; t += g.stride) {
     const size_t b0 = t * bs, end = b0 + min(bs, n - b0);
     float v[4];
-    for (size_t i = b0 + 4 * (size_t)lane; i < end; i += 128) {
+    for (size_t i = b0 + 4 * (size_t)g.lane; i < end; i += 128) {
       sc_lp_sum4<OP>(runs, nr, n, t, i, f, v);
       sc_lp_store4<DT>(out, i, end, oal, v);
     }
@@ -384,10 +364,8 @@ SC_DEV void sc_lp_sum_requantize_run(const char* const (&runs)[SC_MAX_RANKS], in
     }
     return;
   }
-  const int lane = threadIdx.x & 31;
-  const size_t g0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, G = ((size_t)gridDim.x * blockDim.x) >> 5;
-  const size_t nb = (n + bs - 1) / bs;
-  for (size_t t = g0; t < nb; t += G) sc_lp_sum_requant_block<OP>(runs, nr, n, bs, t, dst, ndst, lane, f);
+  const ScLpGroups g(n, bs);
+  for (size_t t = g.t0; t < g.nb; t += g.stride) sc_lp_sum_requant_block<OP>(runs, nr, n, bs, t, dst, ndst, g.lane, f);
 }
 
 // ---- stand-alone codec kernels (tests, and the oracle comparison with the Java codecs) ----

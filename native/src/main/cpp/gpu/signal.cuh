@@ -135,7 +135,9 @@ SC_DEV bool sc_barrier_block(const ScDevComm& c, uint64_t epoch) {
     //     seq + 1's barriers before we arrive at them), so a flag of operation seq + 2 or later
     //     means the peer failed this operation and kept launching: its later kernels pushed into
     //     the staging half this operation reads. Treated as a failure, never as an arrival.
-    const uint64_t ahead = (epoch / SC_EPOCHS_PER_OP + 2) * SC_EPOCHS_PER_OP;
+    //     (epoch = seq * SC_EPOCHS_PER_OP + j + 1, j < SC_EPOCHS_PER_OP: `ahead` is the first epoch
+    //     of operation seq + 2.)
+    const uint64_t ahead = ((epoch - 1) / SC_EPOCHS_PER_OP + 2) * SC_EPOCHS_PER_OP + 1;
     ok = sc_wait_flag(c, &c.self->flags[blockIdx.x][p].v, epoch, p, ahead) ? 1 : 0;
   }
   // (4) bar.sync extends what the waiting threads acquired to every thread of the block, and
@@ -156,6 +158,7 @@ __global__ void sc_k_barrier(ScDevComm c, uint64_t seq) {
 // those peers into reading staging the closing rank never wrote. Written once per communicator
 // (epoch 1; signal buffers start zeroed); a peer that never closes makes the wait time out.
 __global__ void sc_k_close_barrier(ScDevComm c) {
+  sc_pdl_wait();  // launched like the others (PDL): start only after the stream's earlier kernels
   const int p = threadIdx.x;
   if (p < c.nranks && p != c.rank) {
     sc_st_release_sys(&c.signal[p]->cflags[c.rank].v, 1);

@@ -127,7 +127,9 @@ SC_API int sc_comm_export(sc_comm_t comm, void* buf, size_t len);
 SC_API int sc_comm_connect(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len);
 SC_API int sc_comm_abort(sc_comm_t comm);   /* wakes and fails every pending wait of this rank */
 SC_API int sc_comm_check(sc_comm_t comm);   /* SC_OK, or SC_ERR_TIMEOUT / SC_ERR_ABORTED with text */
-SC_API int sc_comm_destroy(sc_comm_t comm); /* final barrier (bounded by the timeout), then frees */
+/* Final barrier (bounded by the timeout, on flags of its own), then frees. The caller's streams must
+ * be idle: the barrier runs on the communicator's internal stream, not after work queued elsewhere. */
+SC_API int sc_comm_destroy(sc_comm_t comm);
 SC_API int sc_comm_rank(sc_comm_t comm, int* rank);
 SC_API int sc_comm_size(sc_comm_t comm, int* nranks);
 /* Tuning overrides; pass 0 to keep a value. Defaults come from the environment

@@ -688,11 +688,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     int kmax = lpChunk(1);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
     forEachChunk(count, kmax, (off, k, first) -> {
-      if (problem == null) {
-        readFloats(in, off, k, fa);
-        quantizer.quantize(fa, 0, k, inputs[rank], 0);
-      }
-      sync(c, problem, first);
+      lpQuantizeWhole(c, in, off, k, problem, first);
       for (int p = 0; p < size; p++) {
         quantizer.dequantize(inputs[p], 0, k, p == 0 ? fa : fb, 0);
         if (p > 0) for (int i = 0; i < k; i++) fa[i] += fb[i];
@@ -703,16 +699,21 @@ public final class HostCommunicator extends AbstractCommunicator {
     });
   }
 
+  /** Quantizes this rank's chunk [off, off + k) whole into its input area, then syncs with the peers. */
+  private void lpQuantizeWhole(CollectiveCall c, HostTensor in, long off, int k, String problem, boolean first) {
+    if (problem == null) {
+      readFloats(in, off, k, fa);
+      quantizer.quantize(fa, 0, k, inputs[rank], 0);
+    }
+    sync(c, problem, first);
+  }
+
   private void lpAllGather(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
     long count = c.count();
     int kmax = lpChunk(1);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
     forEachChunk(count, kmax, (off, k, first) -> {
-      if (problem == null) {
-        readFloats(in, off, k, fa);
-        quantizer.quantize(fa, 0, k, inputs[rank], 0);
-      }
-      sync(c, problem, first);
+      lpQuantizeWhole(c, in, off, k, problem, first);
       for (int p = 0; p < size; p++) {
         quantizer.dequantize(inputs[p], 0, k, fb, 0);
         writeFloats(fb, k, out, p * count + off);
