@@ -150,6 +150,27 @@ public final class CommOptions {
   /** The FP8 format to use where the device does not decide: the configured one or E4M3FN. */
   public Fp8Format fp8FormatOrDefault() { return fp8Format != null ? fp8Format : Fp8Format.E4M3FN; }
 
+  /**
+   * The settings every rank of one communicator must share, as {@code name=value} pairs in a fixed
+   * order: they decide which algorithm a call takes and how staging is laid out, so ranks that differ
+   * would run different kernels against each other. The timeout may differ per rank.
+   */
+  public java.util.List<String> agreedSettings() {
+    java.util.List<String> l = new java.util.ArrayList<>();
+    l.add("algorithm=" + algorithm);
+    l.add("flatMaxBytes=" + flatMaxBytes);
+    l.add("treeMaxBytes=" + treeMaxBytes);
+    l.add("lowPrecision=" + lowPrecision);
+    l.add("lowPrecisionPerCollective=" + new java.util.TreeMap<>(lowPrecisionPerCollective));
+    l.add("lpMinBytes=" + lpMinBytes);
+    l.add("fp8Format=" + fp8Format);
+    l.add("lpBlockSize=" + lpBlockSize);
+    l.add("lpOneShotMaxRanks=" + lpOneShotMaxRanks);
+    l.add("stagingBytes=" + stagingBytes);
+    l.add("vendor=" + vendor);
+    return l;
+  }
+
   @Override public String toString() {
     return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
         + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision

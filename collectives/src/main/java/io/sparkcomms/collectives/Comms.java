@@ -2,6 +2,10 @@ package io.sparkcomms.collectives;
 
 import io.sparkcomms.collectives.host.HostCommunicator;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * Entry point: creates a communicator over a {@link Rendezvous}. Collective: every rank calls it.
@@ -17,14 +21,12 @@ public final class Comms {
 
   /** Backend from {@code options.backend()}; AUTO is the host backend for host tensors. */
   public static Communicator create(Rendezvous rendezvous, CommOptions options) {
-    switch (options.backend()) {
-      case GPU:
-        return GpuBackends.create(rendezvous, options, -1);
-      case HOST:
-      case AUTO:
-      default:
-        return HostCommunicator.create(rendezvous, options);
+    if (options.backend() == CommOptions.Backend.GPU) {
+      agree(rendezvous, options, "gpu");
+      return GpuBackends.create(rendezvous, options, -1);
     }
+    agree(rendezvous, options, "host");
+    return HostCommunicator.create(rendezvous, options);
   }
 
   /**
@@ -32,10 +34,34 @@ public final class Comms {
    * host backend under AUTO. With backend GPU and no usable GPU library, the error says why.
    */
   public static Communicator create(Rendezvous rendezvous, CommOptions options, int device) {
-    if (options.backend() == CommOptions.Backend.HOST) return HostCommunicator.create(rendezvous, options);
-    if (options.backend() == CommOptions.Backend.GPU || GpuBackends.available()) {
-      return GpuBackends.create(rendezvous, options, device);
+    boolean gpu = options.backend() != CommOptions.Backend.HOST
+        && (options.backend() == CommOptions.Backend.GPU || GpuBackends.available());
+    agree(rendezvous, options, gpu ? "gpu" : "host");
+    return gpu ? GpuBackends.create(rendezvous, options, device) : HostCommunicator.create(rendezvous, options);
+  }
+
+  /**
+   * Every rank learns every rank's backend and {@link CommOptions#agreedSettings()}; all raise
+   * {@link CommMismatchException} naming the differences when one rank differs from rank 0 (under AUTO
+   * one executor with a GPU and one without would otherwise build different backends against each other).
+   */
+  static void agree(Rendezvous rv, CommOptions o, String backend) {
+    List<String> mine = new ArrayList<>();
+    mine.add("backend=" + backend);
+    mine.addAll(o.agreedSettings());
+    byte[][] all = rv.allGather(String.join("\n", mine).getBytes(StandardCharsets.UTF_8), o.timeout());
+    List<String> ref = Arrays.asList(new String(all[0], StandardCharsets.UTF_8).split("\n", -1));
+    StringBuilder diff = new StringBuilder();
+    for (int p = 1; p < all.length; p++) {
+      List<String> other = Arrays.asList(new String(all[p], StandardCharsets.UTF_8).split("\n", -1));
+      for (int i = 0; i < Math.max(ref.size(), other.size()); i++) {
+        String a = i < ref.size() ? ref.get(i) : "(none)", b = i < other.size() ? other.get(i) : "(none)";
+        if (!a.equals(b)) diff.append(diff.length() == 0 ? "" : "; ").append("rank 0 ").append(a).append(", rank ").append(p).append(' ').append(b);
+      }
     }
-    return HostCommunicator.create(rendezvous, options);
+    if (diff.length() > 0) {
+      throw new CommMismatchException("the ranks' communicator settings differ (they must agree; set them the same "
+          + "way on every rank): " + diff);
+    }
   }
 }
