@@ -6,6 +6,7 @@ import io.sparkcomms.collectives.CollectiveChecker;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
+import io.sparkcomms.collectives.host.HostCommunicator;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import java.io.BufferedReader;
@@ -145,7 +146,9 @@ public final class WorkerMain {
       CommOptions o = CommOptions.builder().backend(GPU ? CommOptions.Backend.GPU : CommOptions.Backend.HOST).algorithm(algo)
           .stagingBytes(staging).timeout(timeout).build();
       Rendezvous rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
-      c = GPU ? Comms.create(rv, o, rank % gpuCount()) : Comms.create(rv, o);
+      // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
+      // lone rank 0 would then never create its segment, which the stale-segment tests need).
+      c = GPU ? Comms.create(rv, o, rank % gpuCount()) : HostCommunicator.create(rv, o);
       out.println("CREATED " + id + " ok");
       CollectiveChecker ck = new CollectiveChecker(c, seed);
       SplittableRandom rnd = new SplittableRandom(seed);
@@ -193,7 +196,7 @@ public final class WorkerMain {
   private static final class Recording implements Rendezvous {
     private final Rendezvous in;
     private final String id;
-    private boolean first = true;
+    private boolean reported;
 
     Recording(Rendezvous in, String id) {
       this.in = in;
@@ -205,17 +208,20 @@ public final class WorkerMain {
     @Override public String describe() { return in.describe(); }
 
     @Override public byte[][] allGather(byte[] mine, Duration timeout) {
-      if (first && in.rank() == 0) report(mine);
+      if (!reported && in.rank() == 0) report(mine);
       byte[][] all = in.allGather(mine, timeout);
-      if (first && in.rank() != 0) report(all[0]);
-      first = false;
+      if (!reported && in.rank() != 0) report(all[0]);
       return all;
     }
 
+    /** Prints rank 0's segment path from the first exchange that carries it. */
     private void report(byte[] rank0) {
       String s = new String(rank0, StandardCharsets.UTF_8);
       int ok = s.indexOf("\nOK ");
-      if (ok >= 0) out.println("SEG " + id + " " + s.substring(ok + 4).trim());
+      if (ok >= 0) {
+        out.println("SEG " + id + " " + s.substring(ok + 4).trim());
+        reported = true;
+      }
     }
   }
 }
