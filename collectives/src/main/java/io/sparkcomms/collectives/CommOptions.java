@@ -122,8 +122,8 @@ public final class CommOptions {
   /**
    * Largest rank count whose LP allReduce is one-shot (every rank quantizes its input once, sums
    * every rank's dequantized input in rank order); above it, two-shot (the reduced slice is
-   * requantized, so two quantizations). Default {@link #LP_ONESHOT_MAX_RANKS}. Host backend; the
-   * GPU kernels use {@link #LP_ONESHOT_MAX_RANKS}.
+   * requantized, so two quantizations). Default {@link #LP_ONESHOT_MAX_RANKS}. Both backends (the GPU
+   * one passes it to the native option {@code lp_oneshot_max_ranks}).
    */
   public int lpOneShotMaxRanks() { return lpOneShotMaxRanks; }
   /**
