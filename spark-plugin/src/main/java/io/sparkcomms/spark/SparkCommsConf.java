@@ -76,7 +76,7 @@ public final class SparkCommsConf {
   public static final Entry LP_BLOCK_SIZE = entry("lpBlockSize", Integer.toString(CommOptions.DEFAULT_LP_BLOCK_SIZE),
       "Elements per FP8 scale. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
   public static final Entry LP_ONESHOT_MAX_RANKS = entry("lpOneShotMaxRanks", Integer.toString(CommOptions.LP_ONESHOT_MAX_RANKS),
-      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Host backend; the GPU kernels use 2. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
+      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Both backends. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
   public static final Entry STAGING_BYTES = entry("stagingBytes", Sizes.format(CommOptions.DEFAULT_STAGING_BYTES) + " host, "
       + Sizes.format(CommOptions.DEFAULT_GPU_STAGING_BYTES) + " GPU",
       "Per-rank staging buffer; larger messages are processed in chunks. Env: `SPARKCOMMS_STAGING_BYTES`.");
