@@ -24,6 +24,17 @@ public final class RankGroup implements AutoCloseable {
   }
 
   public Communicator comm(int r) { return comms[r]; }
+
+  /** Asserts that a normal allReduce still works on every rank (after a call that failed). */
+  public void assertStillWorks() {
+    List<Object> sums = run(r -> {
+      double[] x = {r + 1};
+      comms[r].allReduce(HostTensor.of(x), ReduceOp.SUM);
+      return x[0];
+    });
+    double n = comms.length;
+    sums.forEach(s -> org.junit.jupiter.api.Assertions.assertEquals(n * (n + 1) / 2, (double) s));
+  }
   public int size() { return comms.length; }
 
   /** Runs {@code f(rank)} on every rank at once; returns results by rank or rethrows the first failure. */

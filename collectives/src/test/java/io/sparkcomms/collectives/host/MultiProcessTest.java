@@ -44,9 +44,15 @@ class MultiProcessTest {
   }
 
   private Process start(int rank, int size, String mode, long seed, long timeoutMs) throws IOException {
+    return launch(RankProcessMain.class, "-Xmx1g", dir.toString(), "" + rank, "" + size, mode, "" + seed, "" + timeoutMs);
+  }
+
+  /** Starts {@code main} in a child JVM on this test's class path; torn down after the test. */
+  private Process launch(Class<?> main, String xmx, String... args) throws IOException {
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx1g", "-cp", System.getProperty("java.class.path"),
-        RankProcessMain.class.getName(), dir.toString(), "" + rank, "" + size, mode, "" + seed, "" + timeoutMs);
+    List<String> cmd = new ArrayList<>(List.of(java, xmx, "-cp", System.getProperty("java.class.path"), main.getName()));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
     pb.redirectErrorStream(true);
     Process p = pb.start();
     procs.add(p);
@@ -107,5 +113,22 @@ class MultiProcessTest {
     }
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
     assertTrue(ms < timeoutMs + 10_000, "survivors took " + ms + " ms");
+  }
+
+  /** allToAllV with skewed counts, ranks in separate processes ({@link AllToAllVProcessMain}). */
+  @ParameterizedTest(name = "allToAllV, {0} processes")
+  @ValueSource(ints = {2, 4})
+  void skewedAllToAllVAcrossProcesses(int n) throws Exception {
+    long seed = System.nanoTime();
+    List<CompletableFuture<List<String>>> outs = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      outs.add(lines(launch(AllToAllVProcessMain.class, "-Xmx256m", dir.toString(), "" + r, "" + n, "" + seed, "30000"), null));
+    }
+    for (int r = 0; r < n; r++) {
+      assertTrue(procs.get(r).waitFor(120, TimeUnit.SECONDS), "rank " + r + " did not finish");
+      List<String> out = outs.get(r).get();
+      assertEquals(0, procs.get(r).exitValue(), "rank " + r + " (seed " + seed + "): " + String.join("\n", out));
+      assertTrue(out.contains("OK allToAllV"), out.toString());
+    }
   }
 }

@@ -135,7 +135,7 @@ class ConcurrentUseTest {
         mis1 += ((int[]) res[1][t])[1];
       }
       assertEquals(mis0, mis1, "a mismatch raises on both ranks of the pair");
-      PauseCorruptDetachTest.stillWorks(g);
+      g.assertStillWorks();
     }
   }
 

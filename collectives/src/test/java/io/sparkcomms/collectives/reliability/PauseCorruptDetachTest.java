@@ -103,7 +103,7 @@ class PauseCorruptDetachTest {
   @Test
   void aCorruptedBarrierFlagIsAClearErrorNotAnUnsynchronizedRead() {
     try (RankGroup g = new RankGroup(2, opts(5_000))) {
-      stillWorks(g);
+      g.assertStillWorks();
       // rank 1's flag on rank 0 jumps far ahead while rank 1 is elsewhere: rank 0 must not pass its barrier
       Internals.ctrl(g.comm(0)).order(ByteOrder.nativeOrder()).putLong(Internals.slot(0, 1), 1_000_000L);
       long t0 = System.nanoTime();
@@ -123,7 +123,7 @@ class PauseCorruptDetachTest {
       assertThrows(CommAbortedException.class, () -> g.comm(1).barrier());
     }
     try (RankGroup g = new RankGroup(2, opts(5_000))) {
-      stillWorks(g); // a new communicator afterwards works
+      g.assertStillWorks(); // a new communicator afterwards works
     }
   }
 
@@ -131,7 +131,7 @@ class PauseCorruptDetachTest {
   void aFlagCorruptedOverAndOverDuringAChunkedCallGivesAnErrorNeverAWrongResult() {
     for (int trial = 0; trial < 5; trial++) {
       try (RankGroup g = new RankGroup(2, opts(3_000))) {
-        stillWorks(g);
+        g.assertStillWorks();
         ByteBuffer ctrl = Internals.ctrl(g.comm(0)).duplicate().order(ByteOrder.nativeOrder());
         int slot = Internals.slot(0, 1);
         AtomicBoolean stop = new AtomicBoolean();
@@ -168,7 +168,7 @@ class PauseCorruptDetachTest {
   void aRankThatClosesWhilePeersStillCallMakesThemFailFast() {
     long timeoutMs = 30_000;
     try (RankGroup g = new RankGroup(3, opts(timeoutMs))) {
-      stillWorks(g);
+      g.assertStillWorks();
       long t0 = System.nanoTime();
       List<Object> res = g.runCatching(r -> {
         if (r == 2) {
@@ -195,7 +195,7 @@ class PauseCorruptDetachTest {
       for (int r = 0; r < 2; r++) assertInstanceOf(CommAbortedException.class, again.get(r));
     }
     try (RankGroup g = new RankGroup(3, opts(timeoutMs))) {
-      stillWorks(g);
+      g.assertStillWorks();
     }
   }
 
@@ -235,7 +235,7 @@ class PauseCorruptDetachTest {
       });
       res.forEach(e -> assertInstanceOf(CommMismatchException.class, e));
       assertTrue(((Exception) res.get(0)).getMessage().contains("barrier"), ((Exception) res.get(0)).getMessage());
-      stillWorks(g);
+      g.assertStillWorks();
       // rank 1 skips a barrier and then stops calling: rank 0 times out naming it
       long t0 = System.nanoTime();
       res = g.runCatching(r -> {
@@ -247,15 +247,6 @@ class PauseCorruptDetachTest {
     }
   }
 
-  static void stillWorks(RankGroup g) {
-    List<Object> sums = g.run(r -> {
-      double[] x = {r + 1};
-      g.comm(r).allReduce(HostTensor.of(x), ReduceOp.SUM);
-      return x[0];
-    });
-    double n = g.size();
-    sums.forEach(s -> assertEquals(n * (n + 1) / 2, (double) s));
-  }
 
   static void join(Thread t) {
     try {
