@@ -289,18 +289,6 @@ SC_DEV void sc_lp_deq4(const char* run, size_t n, size_t t, size_t i, const ScFp
   }
 }
 
-// Dequantizes block t of the run `src` (n elements) into out[t*bs ..) (DT elements).
-template <int DT>
-SC_DEV void sc_lp_deq_block(const char* src, size_t n, size_t bs, size_t t, typename ScType<DT>::T* out, bool oal,
-                            int lane, const ScFp8& f) {
-  const size_t b0 = t * bs, end = b0 + min(bs, n - b0);
-  float v[4];
-  for (size_t i = b0 + 4 * (size_t)lane; i < end; i += 128) {
-    sc_lp_deq4(src, n, t, i, f, v);
-    sc_lp_store4<DT>(out, i, end, oal, v);
-  }
-}
-
 // FP32 sum over q = 0..nr-1 (fixed order) of the dequantized block t of runs[q], then / nr for
 // AVG; returns in v the 4 values at [i, i+4).
 template <int OP>

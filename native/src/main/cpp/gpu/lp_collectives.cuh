@@ -17,6 +17,25 @@ SC_DEV size_t sc_lp_slice(size_t k, size_t bs, int n, int j) {
   return s < k ? s : k;
 }
 
+// Slot `idx` of every rank's staging half, peers first (rank + 1, ...) and this rank's own last:
+// where a run is pushed so that every rank holds it.
+struct ScLpEverySlot {
+  char* p[SC_MAX_RANKS];
+  SC_DEV ScLpEverySlot(const ScDevComm& c, uint64_t seq, size_t idx, size_t slot) {
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q) p[q] = q < c.nranks ? sc_half(c, (c.rank + 1 + q) % c.nranks, seq) + idx * slot : nullptr;
+  }
+};
+// Slots first .. first + n - 1 of this rank's staging half: the runs ranks 0..n-1 pushed here.
+struct ScLpMySlots {
+  const char* p[SC_MAX_RANKS];
+  SC_DEV ScLpMySlots(const ScDevComm& c, uint64_t seq, size_t first, size_t slot) {
+    const char* mine = sc_half(c, c.rank, seq);
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q) p[q] = q < c.nranks ? mine + (first + q) * slot : nullptr;
+  }
+};
+
 // Allreduce, one-shot (up to lp_oneshot_max_ranks ranks; the default is 2). Staging half: n slots
 // of `slot` bytes, slot q written by rank q.
 //   phase 1: quantize the whole chunk once; push the run into slot `rank` of every rank (peers
@@ -31,17 +50,10 @@ sc_k_lp_allreduce_oneshot(ScDevComm c, uint64_t seq, const typename ScType<DT>::
                           typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f) {
   sc_pdl_wait();
   sc_pdl_launch_dependents();
-  const int n = c.nranks, r = c.rank, L = sc_lp_vec_lanes(bs);
-  char* const mine = sc_half(c, r, seq);
-  char* dst[SC_MAX_RANKS];
-  const char* runs[SC_MAX_RANKS];
-#pragma unroll
-  for (int q = 0; q < SC_MAX_RANKS; ++q) {
-    dst[q] = q < n ? sc_half(c, (r + 1 + q) % n, seq) + (size_t)r * slot : nullptr;
-    runs[q] = q < n ? mine + (size_t)q * slot : nullptr;
-  }
-  sc_lp_quantize_run<DT>(send, count, bs, dst, n, L, f);
-  if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1)) sc_lp_sum_run<DT, OP>(runs, n, count, bs, recv, L, f);
+  const int n = c.nranks, L = sc_lp_vec_lanes(bs);
+  sc_lp_quantize_run<DT>(send, count, bs, ScLpEverySlot(c, seq, c.rank, slot).p, n, L, f);
+  if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1))
+    sc_lp_sum_run<DT, OP>(ScLpMySlots(c, seq, 0, slot).p, n, count, bs, recv, L, f);
 }
 
 // Allreduce, two-shot. Staging half: n reduce-scatter slots then n all-gather slots of `slot`
@@ -72,14 +84,7 @@ sc_k_lp_allreduce(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
 
   if (ok) {
     const size_t a = sc_lp_slice(count, bs, n, r), len = sc_lp_slice(count, bs, n, r + 1) - a;
-    const char* runs[SC_MAX_RANKS];
-    char* dst[SC_MAX_RANKS];
-#pragma unroll
-    for (int q = 0; q < SC_MAX_RANKS; ++q) {
-      runs[q] = q < n ? mine + (size_t)q * slot : nullptr;
-      dst[q] = q < n ? sc_half(c, (r + 1 + q) % n, seq) + (size_t)(n + r) * slot : nullptr;  // peers first
-    }
-    sc_lp_sum_requantize_run<OP>(runs, n, len, bs, dst, n, L, f);
+    sc_lp_sum_requantize_run<OP>(ScLpMySlots(c, seq, 0, slot).p, n, len, bs, ScLpEverySlot(c, seq, n + r, slot).p, n, L, f);
     ok = sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 2);
   }
 
@@ -113,10 +118,7 @@ sc_k_lp_exchange(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __rest
   char* const mine = sc_half(c, r, seq);
 
   if (KIND == SC_LPX_ALLGATHER) {
-    char* d[SC_MAX_RANKS];
-#pragma unroll
-    for (int q = 0; q < SC_MAX_RANKS; ++q) d[q] = q < n ? sc_half(c, (r + 1 + q) % n, seq) + (size_t)r * slot : nullptr;
-    sc_lp_quantize_run<DT>(send, k, bs, d, n, L, f);
+    sc_lp_quantize_run<DT>(send, k, bs, ScLpEverySlot(c, seq, r, slot).p, n, L, f);
   } else {
     for (int jj = 0; jj < n; ++jj) {
       const int j = (r + 1 + jj) % n;
@@ -127,10 +129,7 @@ sc_k_lp_exchange(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __rest
 
   if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1)) {
     if (KIND == SC_LPX_REDUCESCATTER) {
-      const char* runs[SC_MAX_RANKS];
-#pragma unroll
-      for (int q = 0; q < SC_MAX_RANKS; ++q) runs[q] = q < n ? mine + (size_t)q * slot : nullptr;
-      sc_lp_sum_run<DT, OP>(runs, n, k, bs, recv, L, f);
+      sc_lp_sum_run<DT, OP>(ScLpMySlots(c, seq, 0, slot).p, n, k, bs, recv, L, f);
     } else {
       for (int jj = 0; jj < n; ++jj) {
         const int q = (r + jj) % n;

@@ -303,25 +303,6 @@ SC_DEV void sc_lp_quantize_run(const typename ScType<DT>::T* src, size_t n, size
   for (size_t t = g.t0; t < g.nb; t += g.stride) sc_lp_quant_block<DT>(src, sal, n, bs, t, dst, ndst, g.lane, f);
 }
 
-// Dequantizes the run `run` (n elements) into out[0..n).
-template <int DT>
-SC_DEV void sc_lp_dequantize_run(const char* run, size_t n, size_t bs, typename ScType<DT>::T* out, int L, const ScFp8& f) {
-  if (L) {
-    const bool al = sc_aligned16(out);
-    for (ScLpWalk w(n, bs, L); w.more(); w.next()) {
-      const ScLpLane x = w.lane();
-      if (x.m == 0) continue;
-      float v[16];
-      sc_lp_get16(run, n, x, f, v);
-      sc_lp_store16<DT>(out, x.i, x.m, al, v);
-    }
-    return;
-  }
-  const ScLpGroups g(n, bs);
-  const bool oal = sc_lp_aligned<DT>(out);
-  for (size_t t = g.t0; t < g.nb; t += g.stride) sc_lp_deq_block<DT>(run, n, bs, t, out, oal, g.lane, f);
-}
-
 // out[0..n) = FP32 sum over the runs in rank order (AVG: / nr).
 template <int DT, int OP>
 SC_DEV void sc_lp_sum_run(const char* const (&runs)[SC_MAX_RANKS], int nr, size_t n, size_t bs,
@@ -347,6 +328,13 @@ SC_DEV void sc_lp_sum_run(const char* const (&runs)[SC_MAX_RANKS], int nr, size_
       sc_lp_store4<DT>(out, i, end, oal, v);
     }
   }
+}
+
+// Dequantizes the run `run` (n elements) into out[0..n): the sum of that one run.
+template <int DT>
+SC_DEV void sc_lp_dequantize_run(const char* run, size_t n, size_t bs, typename ScType<DT>::T* out, int L, const ScFp8& f) {
+  const char* const one[SC_MAX_RANKS] = {run};
+  sc_lp_sum_run<DT, SC_OP_SUM>(one, 1, n, bs, out, L, f);
 }
 
 // The runs' FP32 sum (as sc_lp_sum_run), requantized once into the runs dst[0..ndst).
