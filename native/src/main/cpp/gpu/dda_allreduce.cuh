@@ -18,8 +18,7 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                     typename ScType<DT>::T* __restrict__ recv, size_t count,
                     typename ScType<DT>::Acc factor) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
   const size_t slot = units * 16;
@@ -100,8 +99,7 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                   typename ScType<DT>::T* __restrict__ recv, size_t count,
                   typename ScType<DT>::Acc factor) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const uint32_t flag = sc_ll_flag(seq);
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
@@ -155,8 +153,7 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_tree(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                     typename ScType<DT>::T* __restrict__ recv, size_t count,
                     typename ScType<DT>::Acc factor) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
   const size_t su = (units + n - 1) / n;

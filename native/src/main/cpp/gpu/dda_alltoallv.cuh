@@ -114,8 +114,7 @@ SC_DEV ScA2avVerdict sc_a2av_check(const int64_t (*M)[SC_VROW_WORDS], int n, int
 template <int ES>
 __global__ void __launch_bounds__(SC_THREADS) sc_k_alltoallv(ScDevComm c, uint64_t seq, ScA2avArgs a) {
   (void)seq;  // epochs come from vepoch, see above
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank, b = blockIdx.x, t = threadIdx.x;
   __shared__ int64_t M[SC_MAX_RANKS][SC_VROW_WORDS];
   __shared__ int64_t roff[SC_MAX_RANKS][SC_MAX_RANKS];

@@ -48,8 +48,7 @@ template <int ES, int KIND>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_exchange(ScDevComm c, uint64_t seq, const char* __restrict__ send, char* __restrict__ recv, size_t nbytes,
               size_t send_stride, size_t recv_stride, int root) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank;
   const size_t units = (nbytes + 15) / 16;
   const size_t slot = units * 16;
@@ -117,8 +116,7 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_reducescatter(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                    typename ScType<DT>::T* __restrict__ recv, size_t count, size_t send_stride,
                    typename ScType<DT>::Acc factor) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   typedef typename ScType<DT>::T T;
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;

@@ -48,8 +48,7 @@ template <int DT, int OP>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_lp_allreduce_oneshot(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                           typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, L = sc_lp_vec_lanes(bs);
   sc_lp_quantize_run<DT>(send, count, bs, ScLpEverySlot(c, seq, c.rank, slot).p, n, L, f);
   if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1))
@@ -69,8 +68,7 @@ template <int DT, int OP>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_lp_allreduce(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                   typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank, L = sc_lp_vec_lanes(bs);
   char* const mine = sc_half(c, r, seq);
 
@@ -112,8 +110,7 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_lp_exchange(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                  typename ScType<DT>::T* __restrict__ recv, size_t k, size_t send_stride, size_t recv_stride,
                  size_t bs, size_t slot, ScFp8 f) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank, L = sc_lp_vec_lanes(bs);
   char* const mine = sc_half(c, r, seq);
 

@@ -52,6 +52,7 @@ struct ScSignal {
   alignas(128) int64_t vrow[2][SC_VROW_WORDS]; // this rank's size row, by call parity (read by peers)
   alignas(128) uint64_t vepoch[SC_MAX_BLOCKS]; // last allToAllV epoch of block b (owner only)
   uint64_t vcall[SC_MAX_BLOCKS];               // allToAllV calls made by block b (owner only)
+  alignas(128) uint32_t failed;                // set by this rank's kernels when a wait fails (sc_report)
   ScFlag cflags[SC_MAX_RANKS];                 // destroy barrier: cflags[r] written once by rank r
 };
 
@@ -74,6 +75,7 @@ SC_DEV char* sc_half(const ScDevComm& c, int r, uint64_t seq) {
 }
 
 SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
+  *(volatile uint32_t*)&c.self->failed = 1;  // device-side copy for sc_kernel_begin of queued kernels
   if (c.err[0] == SC_DEVERR_NONE) {
     c.err[1] = blockIdx.x;
     c.err[2] = peer;
@@ -82,6 +84,19 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
     c.err[0] = code;
   }
   sc_fence_system();
+}
+
+// Prologue of every collective kernel: wait for the stream's previous kernel (PDL), then stop at
+// once if an earlier kernel of this communicator failed. A rank whose collective timed out may still
+// have later collectives queued; without this they would push into their peers' staging and arrive,
+// and a late peer could take that data for the operation it is in. The earlier kernel's write of
+// `failed` is visible here because it completed before this one started (stream order, or the PDL
+// wait, which waits for the prerequisite grid's completion and memory flush).
+SC_DEV bool sc_kernel_begin(const ScDevComm& c) {
+  sc_pdl_wait();
+  if (*(const volatile uint32_t*)&c.self->failed) return false;
+  sc_pdl_launch_dependents();
+  return true;
 }
 
 // Spin until *flag >= target (acquire), bounded by the timeout. Returns false on failure.
@@ -147,8 +162,7 @@ SC_DEV bool sc_barrier_block(const ScDevComm& c, uint64_t epoch) {
 
 // Barrier-only operation (sc_barrier), one block.
 __global__ void sc_k_barrier(ScDevComm c, uint64_t seq) {
-  sc_pdl_wait();
-  sc_pdl_launch_dependents();
+  if (!sc_kernel_begin(c)) return;
   sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1);
 }
 
