@@ -119,6 +119,29 @@ public final class CollectiveChecker {
   static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, boolean lp) { return reduceRef(xs, op, dt, lp, 0); }
 
   static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, boolean lp, double amax) {
+    return reduceRef(xs, op, dt, lp ? Algorithm.LP : Algorithm.FLAT, amax);
+  }
+
+  /**
+   * Reference reduction and its error bound for the arithmetic of {@code algo}: ours accumulates in
+   * FP32 and rounds once to the output dtype (LP adds two FP8 roundings); the vendor library (NCCL)
+   * computes fp16 and bf16 in the dtype itself, so PREMUL_SUM / AVG round each premultiplied input and
+   * every partial sum or product rounds too: up to 2n roundings, each at most half an ulp (relative
+   * 2^-11 for fp16, 2^-8 for bf16, or half a subnormal step near zero).
+   */
+  static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, Algorithm algo, double amax) {
+    double[] rb = reduceRefFp32(xs, op, dt, algo == Algorithm.LP, amax);
+    if (algo == Algorithm.VENDOR && (dt == DataType.FLOAT16 || dt == DataType.BFLOAT16) && rb[1] > 0) {
+      double mag = 0;
+      for (double x : xs) mag += Math.abs(op.kind() == ReduceOp.Kind.PREMUL_SUM ? op.factor() * x : x);
+      if (op.kind() == ReduceOp.Kind.PRODUCT) mag = Math.abs(rb[0]);
+      int n = xs.length;
+      rb[1] = Math.max(rb[1], 2 * n * (epsOut(dt) * mag * 1.01 + tiny(dt)));
+    }
+    return rb;
+  }
+
+  private static double[] reduceRefFp32(double[] xs, ReduceOp op, DataType dt, boolean lp, double amax) {
     int n = xs.length;
     double acc, mag = 0;
     switch (op.kind()) {
@@ -202,7 +225,7 @@ public final class CollectiveChecker {
     double[] xs = new double[n];
     for (int i = 0; i < count; i++) {
       for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, i, dt, op, shape, count);
-      double[] rb = reduceRef(xs, op, dt, lp, n * blockAmax(shape, i, count, bs()));
+      double[] rb = reduceRef(xs, op, dt, algo, n * blockAmax(shape, i, count, bs()));
       check(what, out, i, rb[0], rb[1]);
     }
     checkedCalls++;
@@ -225,7 +248,7 @@ public final class CollectiveChecker {
     for (int i = 0; i < count; i++) {
       long gi = (long) comm.rank() * count + i;
       for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, gi, dt, op, shape, (long) count * n);
-      double[] rb = reduceRef(xs, op, dt, lp, blockAmax(shape, gi, (long) count * n, bs()));
+      double[] rb = reduceRef(xs, op, dt, algo, blockAmax(shape, gi, (long) count * n, bs()));
       check(what, out, i, rb[0], rb[1]);
     }
     checkedCalls++;
