@@ -331,6 +331,8 @@ public final class FaultInjection {
                   + "unexpected %d, faulted rank as expected %d/%d, recovery failures %d, stale %d%n",
               row.name, row.fault.label(), row.trials, row.survivorsRaised, row.survivors, row.maxRaiseMs, row.hangs, row.wrong,
               row.unexpected, row.victimsOk, row.faults, row.recoveryFailures, row.staleAfterCrash);
+          // the first problem's detail, so that a run cut short before its report still says why
+          if (!row.notes.isEmpty()) config.progress.printf(Locale.ROOT, "  first of %d note(s): %s%n", row.notes.size(), row.notes.get(0));
         }
       }
     }
