@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the HIP flavour of the sparkcomms native library.
 #   ROCm >= 6 with hipcc: native/target/native/linux-x86_64/libsparkcomms_hip.so (gfx942, gfx950)
-#   otherwise, with clang-19 + HIP headers (Debian: clang-19 libamdhip64-dev): compiles the
-#   kernels as device code only (gfx942, plus gfx950 when the compiler knows it) down to AMDGPU
-#   assembly in native/target/native/hip-device/, a compile check without a ROCm install.
+#   otherwise, with clang + HIP headers (Debian 12: clang-22 from bookworm-security, or clang-19,
+#   and libamdhip64-dev): compiles the kernels as device code only (gfx942, plus gfx950 when the
+#   compiler knows it: clang >= 20) down to AMDGPU assembly in native/target/native/hip-device/,
+#   a compile check without a ROCm install.
 # Exits 0 with a message when neither is available, so a Maven build without HIP succeeds.
-# Env: HIPCC, CLANG_HIP (default clang++-19), SC_HIP_ARCHS (default "gfx942 gfx950").
+# Env: HIPCC, CLANG_HIP (default: the newest of clang++-22 .. clang++-19 on PATH),
+#      SC_HIP_ARCHS (default "gfx942 gfx950").
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/src/main/cpp"
@@ -47,15 +49,23 @@ if [[ -x "$hipcc" && -n "$ver" && "${ver%%.*}" -ge 6 ]]; then
   exit 0
 fi
 
-clang="${CLANG_HIP:-$(command -v clang++-19 2>/dev/null || true)}"
+clang="${CLANG_HIP:-}"
+if [[ -z "$clang" ]]; then
+  for v in 22 21 20 19; do clang=$(command -v clang++-$v 2>/dev/null || true); [[ -n "$clang" ]] && break; done
+fi
 if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
+  # Debian's HIP 5.x headers read __AMDGCN_WAVEFRONT_SIZE, which clang >= 21 no longer predefines;
+  # every arch built here (gfx9) runs 64-wide wavefronts.
+  wave=()
+  echo | "$clang" -x hip --offload-arch=gfx942 -nogpulib --offload-device-only -dM -E - 2>/dev/null \
+    | grep -q '__AMDGCN_WAVEFRONT_SIZE ' || wave=(-D__AMDGCN_WAVEFRONT_SIZE=64)
   use=$(supported_archs "$clang")
   [[ -z "$use" ]] && { echo "[sparkcomms] $clang supports none of: $archs; skipping"; exit 0; }
   mkdir -p "$out/hip-device"
   for a in $use; do
     echo "[sparkcomms] no ROCm >= 6: compiling device code only for $a with $(basename "$clang")"
     "$clang" -x hip --offload-arch="$a" -nogpulib --offload-device-only -std=c++17 -O3 -I"$src" \
-      -Wno-unused-command-line-argument -S -o "$out/hip-device/sparkcomms-$a.s" "$src/sparkcomms.cu"
+      "${wave[@]}" -Wno-unused-command-line-argument -S -o "$out/hip-device/sparkcomms-$a.s" "$src/sparkcomms.cu"
     n=$(grep -c '^[[:space:]]*\.amdhsa_kernel ' "$out/hip-device/sparkcomms-$a.s" || true)
     echo "[sparkcomms] $a: $n kernels compiled to AMDGPU assembly ($out/hip-device/sparkcomms-$a.s)"
   done
@@ -63,6 +73,6 @@ if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
   exit 0
 fi
 
-echo "[sparkcomms] neither hipcc (ROCm >= 6) nor clang++-19 with HIP headers found: skipping the HIP build"
-echo "[sparkcomms]   (Debian/Ubuntu: apt-get install clang-19 libamdhip64-dev for the device-code check)"
+echo "[sparkcomms] neither hipcc (ROCm >= 6) nor clang++-19..22 with HIP headers found: skipping the HIP build"
+echo "[sparkcomms]   (Debian 12: apt-get install clang-22 libamdhip64-dev for the device-code check)"
 exit 0
