@@ -698,7 +698,8 @@ static int sc_vendor_close_comm(vComm vc, int rank, int device, double timeout_s
 // communicator
 // ============================================================================================
 #define SC_BLOB_MAGIC 0x53434231u  // "SCB1"
-#define SC_BLOB_VERSION 1u
+#define SC_BLOB_VERSION 2u
+#define SC_BLOB_SETTINGS 10
 
 struct ScBlob {
   uint32_t magic;
@@ -712,6 +713,7 @@ struct ScBlob {
   char bus_id[64];
   gpuIpcMemHandle_t h_staging;
   gpuIpcMemHandle_t h_signal;
+  uint64_t settings[SC_BLOB_SETTINGS];  // sc_blob_settings(): must match on every rank
 };
 
 static uint64_t sc_process_token() {
@@ -848,6 +850,24 @@ static void sc_lp_defaults(sc_comm* c) {
     if (sc_env_flag(per[i], all)) c->lp_auto |= 1 << i;
 }
 
+// Settings that choose kernels, grids or staging layouts: two ranks that differ in one of them run
+// different kernels against each other (a time-out at best, a wrong result at worst), so connect
+// refuses. They come from the environment at create; set them per call with sc_comm_set_option on
+// every rank alike (the Java layer agrees its own options across ranks before it sets them).
+static const char* const SC_BLOB_SETTING_NAMES[SC_BLOB_SETTINGS] = {
+    "flat_max_bytes (RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES)", "tree_max_bytes (RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES)",
+    "ll_max_bytes (SPARKCOMMS_DDA_LL_MAX_BYTES)",          "max_blocks (RCCL_DDA_MAX_BLOCKS)",
+    "lp_block_size (SPARKCOMMS_LP_BLOCK_SIZE)",            "fp8_format (SPARKCOMMS_FP8_FORMAT)",
+    "lp_min_bytes (SPARKCOMMS_LP_MIN_BYTES)",              "lp_auto (RCCL_LOW_PRECISION_ENABLE*)",
+    "lp_oneshot_max_ranks (SPARKCOMMS_LP_ONESHOT_MAX_RANKS)", "lp_max_blocks (SPARKCOMMS_LP_MAX_BLOCKS)"};
+
+static void sc_blob_settings(const sc_comm* c, uint64_t out[SC_BLOB_SETTINGS]) {
+  const uint64_t v[SC_BLOB_SETTINGS] = {c->flat_max, c->tree_max, c->ll_max, (uint64_t)c->max_blocks,
+                                        (uint64_t)c->lp_bs, (uint64_t)c->lp_fmt, c->lp_min, (uint64_t)c->lp_auto,
+                                        (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks};
+  memcpy(out, v, sizeof(v));
+}
+
 extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_bytes,
                               double timeout_seconds, sc_comm_t* out) {
   if (!out) return sc_fail(SC_ERR_INVALID_ARG, "out is null");
@@ -946,6 +966,7 @@ extern "C" int sc_comm_export(sc_comm_t c, void* buf, size_t len) {
   }
   b.h_staging = c->h_staging;
   b.h_signal = c->h_signal;
+  sc_blob_settings(c, b.settings);
   memset(buf, 0, len);
   memcpy(buf, &b, sizeof(b));
   return SC_OK;
@@ -970,6 +991,13 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
     if (b.staging_bytes != c->staging_bytes)
       return sc_fail(SC_ERR_INVALID_ARG, "rank %d staging_bytes %llu differs from ours %zu", p,
                      (unsigned long long)b.staging_bytes, c->staging_bytes);
+    uint64_t mine[SC_BLOB_SETTINGS];
+    sc_blob_settings(c, mine);
+    for (int i = 0; i < SC_BLOB_SETTINGS; ++i)
+      if (b.settings[i] != mine[i])
+        return sc_fail(SC_ERR_INVALID_ARG, "rank %d has %s = %llu, rank %d has %llu: every rank must use the same value",
+                       p, SC_BLOB_SETTING_NAMES[i], (unsigned long long)b.settings[i], me,
+                       (unsigned long long)mine[i]);
   }
   if (blobs[me].identity != c->identity)
     return sc_fail(SC_ERR_INVALID_ARG, "blob %d is not this communicator's own export", me);

@@ -960,6 +960,24 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
   };
 
   if (o.lp) {
+    // Kernel settings from the environment must agree: rank 1 picks another LL threshold, and
+    // connect must refuse on every rank, naming the setting.
+    {
+      const char* prev = getenv("SPARKCOMMS_DDA_LL_MAX_BYTES");
+      const std::string keep = prev ? prev : "";
+      if (rank == 1) setenv("SPARKCOMMS_DDA_LL_MAX_BYTES", "4096", 1);
+      sc_comm_t cm = nullptr;
+      SC(sc_comm_create(rank, c.n, c.device, staging, comm_timeout, &cm));
+      if (rank == 1) { if (prev) setenv("SPARKCOMMS_DDA_LL_MAX_BYTES", keep.c_str(), 1); else unsetenv("SPARKCOMMS_DDA_LL_MAX_BYTES"); }
+      std::vector<unsigned char> mine(blen), all(blen * c.n);
+      SC(sc_comm_export(cm, mine.data(), blen));
+      c.ex.allgather(mine.data(), blen, all.data());
+      const int rc = sc_comm_connect(cm, all.data(), blen);
+      const std::string msg = rc == SC_OK ? "" : sc_last_error();
+      if (rc == SC_ERR_INVALID_ARG && msg.find("ll_max_bytes") != std::string::npos) ++c.passes;
+      else c.fail("settings mismatch: connect returned %d (%s), expected SC_ERR_INVALID_ARG naming ll_max_bytes", rc, msg.c_str());
+      SC(sc_comm_destroy(cm));
+    }
     c.comm = make_comm(staging);
     if (ndev < c.n) SC(sc_comm_set_option(c.comm, "max_blocks", 32));  // ranks share a GPU: stay co-resident
     if (rank == 0) run_lp_codec(c);
