@@ -78,6 +78,7 @@ def jtype(ctype, name, is_ret=False):
         return {"int": "int", "size_t": '@Cast("size_t") long', "const char *": '@Cast("const char*") String'}[t]
     table = {
         "int": "int", "double": "double", "float": "float", "long long": "long",
+        "uint64_t": '@Cast("uint64_t") long',
         "size_t": '@Cast("size_t") long',
         "char *": '@Cast("char*") byte[]',
         "int *": "int[]", "float *": "float[]", "long long *": "long[]",

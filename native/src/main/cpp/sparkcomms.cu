@@ -1325,6 +1325,46 @@ extern "C" int sc_barrier(sc_comm_t c, void* stream) {
   return sc_launch_barrier(c, (gpuStream_t)stream);
 }
 
+// Test hook (sparkcomms.h): the words peer `p` spins on for this rank's arrivals are
+// p's flags[b][rank] and vflags[b][rank] (sc_barrier_block / sc_vbarrier: this rank stores its epoch
+// there with a release, p acquire-loads its own slot). They live in p's signal buffer, which this
+// rank reaches through the mapped pointer c->peer_signal[p]; every block's word is overwritten by a
+// strided copy (one uint64_t per block, SC_MAX_RANKS flags apart) from the host, on a non-blocking
+// stream of its own: no kernel, nothing ordered after this communicator's queued work.
+extern "C" int sc_debug_corrupt_flag(sc_comm_t c, int peer, uint64_t value) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (!c->connected) return sc_fail(SC_ERR_STATE, "rank %d: communicator not connected (call sc_comm_connect)", c->rank);
+  if (peer < 0 || peer >= c->nranks || peer == c->rank)
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_debug_corrupt_flag: peer %d is not another rank of 0..%d (this is rank %d)", peer,
+                   c->nranks - 1, c->rank);
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  uint64_t words[SC_MAX_BLOCKS];
+  for (int b = 0; b < SC_MAX_BLOCKS; ++b) words[b] = value;
+  ScSignal* s = c->peer_signal[peer];
+  const size_t pitch = sizeof(ScFlag) * SC_MAX_RANKS;  // from flags[b][rank] to flags[b + 1][rank]
+  gpuStream_t st = nullptr;
+  GPU_TRY(gpuStreamCreateWithFlags(&st, gpuStreamNonBlocking));
+  gpuError_t e = gpuMemcpy2DAsync(&s->flags[0][c->rank].v, pitch, words, sizeof(uint64_t), sizeof(uint64_t),
+                                  SC_MAX_BLOCKS, gpuMemcpyDefault, st);
+  if (e == gpuSuccess)
+    e = gpuMemcpy2DAsync(&s->vflags[0][c->rank].v, pitch, words, sizeof(uint64_t), sizeof(uint64_t), SC_MAX_BLOCKS,
+                         gpuMemcpyDefault, st);
+  const char* step = e == gpuSuccess ? "stream synchronize" : "copy";
+  if (e == gpuSuccess) e = gpuStreamSynchronize(st);  // `words` must outlive the copies
+  const gpuError_t d = gpuStreamDestroy(st);
+  if (e == gpuSuccess && d != gpuSuccess) {
+    e = d;
+    step = "stream destroy";
+  }
+  if (e != gpuSuccess) {
+    (void)gpuGetLastError();
+    return sc_fail(SC_ERR_RUNTIME, "rank %d: sc_debug_corrupt_flag(peer %d): %s failed: %s (%s)", c->rank, peer, step,
+                   gpuGetErrorName(e), gpuGetErrorString(e));
+  }
+  return SC_OK;
+}
+
 // Epochs come from a host-side launch counter, so a captured graph would replay stale epochs.
 static int sc_no_capture(sc_comm* c, void* stream) {
 #if SC_HIP

@@ -35,6 +35,7 @@ typedef hipIpcMemHandle_t gpuIpcMemHandle_t;
 #define gpuHostAllocMapped(p, n) hipHostMalloc((p), (n), hipHostMallocMapped | hipHostMallocPortable)
 #define gpuHostGetDevicePointer hipHostGetDevicePointer
 #define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpy2DAsync hipMemcpy2DAsync
 #define gpuMemcpy hipMemcpy
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemset hipMemset
@@ -93,6 +94,7 @@ typedef cudaIpcMemHandle_t gpuIpcMemHandle_t;
 #define gpuHostAllocMapped(p, n) cudaHostAlloc((p), (n), cudaHostAllocMapped | cudaHostAllocPortable)
 #define gpuHostGetDevicePointer cudaHostGetDevicePointer
 #define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpy2DAsync cudaMemcpy2DAsync
 #define gpuMemcpy cudaMemcpy
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemset cudaMemset

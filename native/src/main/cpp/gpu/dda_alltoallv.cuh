@@ -59,14 +59,16 @@ SC_DEV uint64_t* sc_vflag(ScSignal* s, int b, int p) { return &s->vflags[b][p].v
 
 // Barrier of this block with block b of every peer on the allToAllV flags; the same ordering
 // argument as sc_barrier_block (signal.cuh): bar.sync, release store of the epoch into the peer's
-// slot, acquire spin on our own slot, bar.sync.
+// slot, acquire spin on our own slot, bar.sync. These epochs are consecutive, so while this block
+// waits at `epoch` a healthy peer's flag is at most epoch + 1 (it cannot pass barrier epoch + 1
+// before we arrive there): epoch + 2 or more is a corrupted word, a failure, never an arrival.
 SC_DEV bool sc_vbarrier(const ScDevComm& c, uint64_t epoch) {
   __syncthreads();
   int ok = 1;
   const int p = threadIdx.x;
   if (p < c.nranks && p != c.rank) {
     sc_st_release_sys(sc_vflag(c.signal[p], blockIdx.x, c.rank), epoch);
-    ok = sc_wait_flag(c, sc_vflag(c.self, blockIdx.x, p), epoch, p) ? 1 : 0;
+    ok = sc_wait_flag(c, sc_vflag(c.self, blockIdx.x, p), epoch, p, epoch + 2) ? 1 : 0;
   }
   return __syncthreads_and(ok) != 0;
 }

@@ -192,6 +192,19 @@ SC_API int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, 
 SC_API int sc_alltoallv_status(sc_comm_t comm, long long* status);
 SC_API int sc_barrier(sc_comm_t comm, void* stream);
 
+/* ---- test hook ---- */
+/* FOR FAULT-INJECTION TESTS ONLY; never call it otherwise: it breaks the communicator on purpose.
+ * Overwrites with `value` the barrier flags that rank `peer` reads to learn of this rank's arrivals:
+ * the words this rank's arrivals write into peer's signal buffer (flags[b][this rank] of the
+ * collectives and vflags[b][this rank] of allToAllV, every block b), as a corrupted word would. A value
+ * two operations (allToAllV: two barriers) or more ahead of peer's wait makes it fail with
+ * "already at a later operation" (never an arrival); a value behind makes it wait, so it times out
+ * unless this rank's next arrival overwrites the word first. A plain host-to-device copy on a stream
+ * of its own, so it may be called from another thread while collectives are in flight, but not
+ * concurrently with or after sc_comm_destroy. SC_ERR_INVALID_ARG for a peer outside 0..nranks-1 or
+ * this rank itself; SC_ERR_STATE before sc_comm_connect. */
+SC_API int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value);
+
 /* ---- low precision (FP8 on the wire; fp32 / bf16 in and out, SUM / AVG) ----
  * Explicit LP forms of allgather / reducescatter / alltoall (allreduce: algo SC_ALGO_LP). One
  * quantization per element (allreduce: one when one-shot, up to "lp_oneshot_max_ranks" ranks;

@@ -388,6 +388,20 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Native.check(SparkCommsNative.sc_comm_check(comm), "collective");
   }
 
+  /**
+   * FOR FAULT-INJECTION TESTS ONLY (package-private: tests reach it through
+   * {@code io.sparkcomms.collectives.gpu.GpuFaultHooks} in the test sources). Overwrites with
+   * {@code value} the barrier flags that rank {@code peer} reads for this rank's arrivals
+   * ({@code sc_debug_corrupt_flag}: a plain copy into the peer's signal buffer, on a stream of its
+   * own), as a corrupted word would; the communicator is broken on purpose. Takes no lock, so it
+   * may run on another thread while a collective of this communicator is in flight; the caller
+   * must keep it from running concurrently with or after {@link #close()}.
+   */
+  void debugCorruptFlag(int peer, long value) {
+    if (isClosed()) throw new IllegalStateException("communicator closed");
+    Native.check(SparkCommsNative.sc_debug_corrupt_flag(comm, peer, value), "sc_debug_corrupt_flag");
+  }
+
   @Override public void abort(String reason) {
     aborted = true;
     if (!isClosed()) SparkCommsNative.sc_comm_abort(comm);

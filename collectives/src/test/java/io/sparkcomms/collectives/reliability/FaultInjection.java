@@ -28,8 +28,9 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Faults injected into one rank process at a random moment of a stream of checked collectives, many
- * times per collective: kill -9 (default), a pause (SIGSTOP) beyond the timeout, or the rank closing its
- * communicator while its peers still call. Rank processes are long-lived {@link WorkerMain}s; each
+ * times per collective: kill -9 (default), a pause (SIGSTOP) beyond the timeout, the rank closing its
+ * communicator while its peers still call, or the rank corrupting the barrier flag a peer reads for its
+ * arrivals. Rank processes are long-lived {@link WorkerMain}s; each
  * trial builds a fresh communicator from a fresh rendezvous directory, a random rank is faulted after
  * a random delay, a pre-started spare takes the place of a killed (or hung) rank, and the ranks then
  * build a new communicator that must work.
@@ -37,7 +38,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Per trial it checks: every survivor raises a communicator exception within timeout + slack of the
  * fault (a survivor that does not is a hang, and is killed; one that raises before the fault is
  * unexpected); no rank ever returns a wrong element; the faulted rank behaves (kill: the process is
- * gone; pause: after SIGCONT it raises within timeout + slack; close: it closes and returns); a new
+ * gone; pause: after SIGCONT it raises within timeout + slack; close: it closes and returns; corrupt: see
+ * {@code --fault}); a new
  * communicator of the same size then works; no segment is left in /dev/shm — right after the fault
  * ("stale", which the next communicator creation sweeps) and at the end of the run ("leaks"); GPU
  * backend: at the start of every trial, and once more after the last, every rank process reports what
@@ -53,14 +55,31 @@ import java.util.concurrent.locks.LockSupport;
  *       {@code --seed}.</li>
  *   <li>{@code --rows allReduce_FLAT,allReduce_TREE,allReduce_LP,allGather,reduceScatter,allToAll,
  *       broadcast,allToAllV,barrier}: which collectives (default all).</li>
- *   <li>{@code --fault kill|pause|close} or a list ({@code kill,pause,close}): each collective gets
+ *   <li>{@code --fault kill|pause|close|corrupt} or a list ({@code kill,pause,close,corrupt}): each collective gets
  *       {@code --trials} trials of each fault, one table row per pair. {@code pause}: SIGSTOP of the
  *       rank; it stays stopped until every survivor raised (at least one must raise
  *       CommTimeoutException, all within timeout + slack) and at least timeout + {@code --pause-extra-ms}
  *       (default 500), then SIGCONT: it must raise within timeout + slack (else it is a hang, and is
  *       killed). {@code close}: the rank closes its communicator before its next call and stops
- *       calling; its peers must raise within timeout + slack. Pause and close always wait until every
- *       rank created its communicator.</li>
+ *       calling; its peers must raise within timeout + slack. {@code corrupt}: every rank runs a finite
+ *       stream of K + {@code --corrupt-tail-calls} (default 40) calls, K drawn in 1..{@code --corrupt-max-call}
+ *       (default 8); when the faulted rank is about to make call K, a helper thread of its process waits
+ *       0..{@code --corrupt-max-delay-us} (default 500) microseconds, then overwrites the barrier flag that
+ *       one random other rank reads for the faulted rank's arrivals (host: its slot in the shared segment;
+ *       GPU: that word of every block, collectives' and allToAllV's flags, {@code sc_debug_corrupt_flag})
+ *       with a garbage value: in half the trials far ahead (2^40 + a random offset below 2^20: the host
+ *       reports "corrupted", the GPU "already at a later operation"), in the others behind (0 or 1, never
+ *       more than what the rank really signalled: the peer must not take it as an arrival, and either
+ *       times out / reports it, or sees the faulted rank's next arrival overwrite it). The faulted rank keeps
+ *       calling. Expected, for every rank including the faulted one: no wrong element, and either it raises
+ *       a communicator exception within timeout + slack of the write (time of the write: the faulted
+ *       process's System.nanoTime() just before it, the same CLOCK_MONOTONIC as this process's on Linux)
+ *       or it completes every call of its stream (the corruption went unnoticed: the faulted rank's next
+ *       arrival overwrote the word before the peer read it). A survivor that raised before the write is
+ *       unexpected. "Faulted rank as expected" for corrupt: the write happened (its CORRUPTED line says ok)
+ *       and then the rank raised a communicator exception within timeout + slack of it or completed its
+ *       stream, with no wrong element. Pause, close and corrupt always wait until every rank created its
+ *       communicator; corrupt lands in call 1 or later, so every rank is in its stream.</li>
  *   <li>{@code --kill-after-create} (alias {@code --fault-after-create}): the fault delay starts once
  *       every rank created its communicator and entered its first collective, so the fault lands in
  *       the stream of calls, for every collective (a GPU communicator takes longer to build than the
@@ -82,6 +101,8 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>{@code --recovery-timeout-ms}: timeout of the communicator built after the fault (default: the
  *       same as {@code --timeout-ms}); with many parallel trials on the GPU a fresh rank's CUDA start-up
  *       can be slow, which is not what the recovery check is about.</li>
+ *   <li>{@code --corrupt-max-call K}, {@code --corrupt-tail-calls T}, {@code --corrupt-max-delay-us D}: see
+ *       {@code corrupt} above.</li>
  *   <li>{@code --quiet}: no line per trial (by default one, prefixed with the trial id).</li>
  * </ul>
  */
@@ -109,7 +130,9 @@ public final class FaultInjection {
     /** SIGSTOP beyond the timeout, then SIGCONT. */
     PAUSE,
     /** The rank closes its communicator mid-stream and stops calling. */
-    CLOSE;
+    CLOSE,
+    /** The rank overwrites the barrier flag one peer reads for its arrivals with a garbage value, and keeps calling. */
+    CORRUPT;
 
     String label() { return name().toLowerCase(Locale.ROOT); }
   }
@@ -130,6 +153,12 @@ public final class FaultInjection {
     public long recoveryTimeoutMs;
     /** Pause: the victim stays stopped at least timeout + this. */
     public long pauseExtraMs = 500;
+    /** Corrupt: the flag is overwritten when the victim is about to make call K, K drawn in 1..this. */
+    public int corruptMaxCall = 8;
+    /** Corrupt: every rank's stream is K + this many calls. */
+    public int corruptTailCalls = 40;
+    /** Corrupt: the helper thread waits 0..this many microseconds after call K began before it writes. */
+    public long corruptMaxDelayMicros = 500;
     public long seed = System.nanoTime();
     public List<RowSpec> rows = ROWS;
     public List<Fault> faults = List.of(Fault.KILL);
@@ -157,6 +186,14 @@ public final class FaultInjection {
     public int victimsBad;
     /** Pause: trials in which a survivor raised CommTimeoutException. */
     public int timeoutTrials;
+    /** Corrupt: survivors that completed every call of their stream, correctly (the corruption went unnoticed by them). */
+    public int survivorsCompleted;
+    /** Corrupt: trials whose value was far ahead (the others: behind). */
+    public int corruptAhead;
+    /** Corrupt: trials in which at least one rank raised. */
+    public int corruptNoticed;
+    /** Corrupt: the faulted rank raised / completed its stream (both as expected). */
+    public int victimRaised, victimCompleted;
     /**
      * Faults in the calls only: fault communicators that failed before the fault (a rank raised during
      * creation or its first call, e.g. a rendezvous timeout on a loaded host); the trial then started
@@ -198,6 +235,11 @@ public final class FaultInjection {
       victimsOk += t.victimsOk;
       victimsBad += t.victimsBad;
       timeoutTrials += t.timeoutTrials;
+      survivorsCompleted += t.survivorsCompleted;
+      corruptAhead += t.corruptAhead;
+      corruptNoticed += t.corruptNoticed;
+      victimRaised += t.victimRaised;
+      victimCompleted += t.victimCompleted;
       setupRetries += t.setupRetries;
       recoveries += t.recoveries;
       recoveryFailures += t.recoveryFailures;
@@ -283,7 +325,10 @@ public final class FaultInjection {
       b.append("\n\"in create\": the faulted rank had not created its communicator yet; \"in stream\": it had entered its stream of"
           + " collectives (it was inside its first call or a later one; the rest came between creation and the first call)."
           + " \"faulted rank as expected\": kill: process gone; pause: after SIGCONT it raised within timeout + slack;"
-          + " close: it closed and returned. \"still there after next start\": with a creator record + without one (creator killed before"
+          + " close: it closed and returned; corrupt: its flag write happened, and then, with no wrong element, it raised a"
+          + " communicator exception within timeout + slack of the write or completed every call of its stream. Corrupt: a"
+          + " survivor may also complete every call of its stream correctly instead of raising (the faulted rank's next"
+          + " arrival overwrote the word first): \"survivors raised\" counts only those that raised; see the corrupt lines below. \"still there after next start\": with a creator record + without one (creator killed before"
           + " writing it; swept by a start " + UNATTRIBUTED_STALE_MILLIS / 1000 + " s later). This run's files in /dev/shm after the last"
           + " trial: " + beforeFinalSweep + "; after one more start " + UNATTRIBUTED_STALE_MILLIS / 1000 + " s later (= leaks): "
           + leaksAtEnd + ".\n");
@@ -296,6 +341,15 @@ public final class FaultInjection {
               + " within %d ms of SIGCONT at most; exceptions %s%n", r.name, r.timeoutTrials, r.faults, r.maxResumeMs, r.exceptions));
         }
       }
+      for (Row r : rows) {
+        if (r.fault == Fault.CORRUPT) {
+          b.append(String.format(Locale.ROOT, "Corrupt, %s: value far ahead in %d / %d trials, behind in %d; a rank raised in %d"
+              + " trials, every rank completed its stream in %d; survivors raised %d, completed %d (of %d); faulted rank raised %d,"
+              + " completed %d; exceptions %s%n", r.name, r.corruptAhead, r.faults, r.faults - r.corruptAhead, r.corruptNoticed,
+              r.faults - r.corruptNoticed, r.survivorsRaised, r.survivorsCompleted, r.survivors, r.victimRaised, r.victimCompleted,
+              r.exceptions));
+        }
+      }
       if (total(r -> r.setupRetries) > 0) {
         b.append("Fault communicators that failed before the fault and were started over: ").append(total(r -> r.setupRetries));
         for (Row r : rows) if (!r.setupNotes.isEmpty()) b.append("; ").append(r.label()).append(": ").append(r.setupNotes.get(0));
@@ -304,7 +358,7 @@ public final class FaultInjection {
       b.append("Faults after a survivor had completed at least one collective:");
       for (Row r : rows) b.append(' ').append(r.label()).append(' ').append(pct(r.afterFirstCall, r.faults)).append(';');
       b.append('\n');
-      b.append("Calls completed before the fault (all ranks), by algorithm:");
+      b.append("Calls completed before the fault (all ranks; corrupt: in the whole stream, also after the write), by algorithm:");
       for (Row r : rows) b.append(' ').append(r.label()).append(' ').append(r.algos).append(';');
       b.append('\n');
       if (gpuResidueChecks > 0) {
@@ -319,6 +373,10 @@ public final class FaultInjection {
           config.recoveryTimeout() != config.timeoutMs ? ", recovery communicator timeout " + config.recoveryTimeout() + " ms" : "",
           config.maxKillDelayMs, config.faultAfterCreate ? " after every rank entered its first call" : "", config.maxElems,
           config.stagingBytes >> 10, config.parallel, config.seed, wallMs / 1000.0));
+      if (config.faults.contains(Fault.CORRUPT)) {
+        b.append(String.format(Locale.ROOT, "Corrupt settings: written at call 1..%d + 0..%d us of the faulted rank, streams of that"
+            + " call + %d calls%n", config.corruptMaxCall, config.corruptMaxDelayMicros, config.corruptTailCalls));
+      }
       return b.toString();
     }
 
@@ -362,7 +420,23 @@ public final class FaultInjection {
   static final long UNATTRIBUTED_STALE_MILLIS = 5_000;
 
   /** One trial, drawn up front. */
-  private record TrialSpec(Row row, RowSpec spec, Fault fault, String id, int victim, long delayNanos, long seed, long seed2) {}
+  private record TrialSpec(Row row, RowSpec spec, Fault fault, String id, int victim, long delayNanos, long seed, long seed2,
+      Corruption corruption) {
+    /** Calls of every rank's fault stream: -1 (until failure), or finite for corrupt. */
+    long calls(Config cfg) { return corruption == null ? -1 : corruption.atCall() + cfg.corruptTailCalls; }
+  }
+
+  /**
+   * Corrupt: the victim overwrites the flag {@code peer} reads for its arrivals with {@code value} when it is
+   * about to make call {@code atCall}, {@code delayMicros} later (its helper thread).
+   */
+  private record Corruption(int peer, long value, boolean ahead, int atCall, long delayMicros) {
+    /** The WorkerMain command for trial {@code fid}. */
+    String command(String fid) { return "CORRUPT " + fid + " " + peer + " " + value + " " + atCall + " " + delayMicros; }
+  }
+
+  /** Corrupt's far-ahead values start here: beyond any epoch a run reaches, on either backend. */
+  static final long CORRUPT_AHEAD = 1L << 40;
 
   public static Summary run(Config cfg) {
     Summary sum = new Summary(cfg);
@@ -379,7 +453,18 @@ public final class FaultInjection {
         for (int t = 0; t < cfg.trials; t++) {
           int victim = rnd.nextInt(n);
           long delay = rnd.nextLong(cfg.maxKillDelayMs * 1_000_000L + 1);
-          queue.add(new TrialSpec(row, spec, f, "T" + rowIx + "." + t, victim, delay, rnd.nextLong(), rnd.nextLong()));
+          long seed = rnd.nextLong(), seed2 = rnd.nextLong();
+          Corruption cor = null;
+          if (f == Fault.CORRUPT) {  // drawn only for corrupt: the other faults' draws stay what they were for a seed
+            if (n < 2) throw new IllegalArgumentException("corrupt needs at least 2 ranks");
+            int peer = (victim + 1 + rnd.nextInt(n - 1)) % n;
+            boolean ahead = rnd.nextBoolean();
+            long value = ahead ? CORRUPT_AHEAD + rnd.nextLong(1L << 20) : rnd.nextInt(2);
+            int atCall = 1 + rnd.nextInt(Math.max(1, cfg.corruptMaxCall));
+            long delayUs = rnd.nextLong(cfg.corruptMaxDelayMicros + 1);
+            cor = new Corruption(peer, value, ahead, atCall, delayUs);
+          }
+          queue.add(new TrialSpec(row, spec, f, "T" + rowIx + "." + t, victim, delay, seed, seed2, cor));
         }
         rowIx++;
       }
@@ -518,6 +603,20 @@ public final class FaultInjection {
       }
     }
 
+    /**
+     * Corrupt: waits (bounded) until the victim printed its CORRUPTED line; false when it ended its stream
+     * without one (it raised before it got to the call of the write: a set-up failure, not the fault's).
+     */
+    private boolean awaitCorruption(Worker v, String fid) {
+      long deadline = System.nanoTime() + (2 * cfg.timeoutMs + cfg.slackMs) * 1_000_000L;
+      while (v.mark("CORRUPTED", fid) == null && v.mark("FAIL", fid) == null && v.mark("DONE", fid) == null
+          && v.process.isAlive() && System.nanoTime() < deadline) {
+        LockSupport.parkNanos(500_000);
+      }
+      // (the reader thread records lines in order: a CORRUPTED line printed before FAIL / DONE is marked by now)
+      return v.mark("CORRUPTED", fid) != null;
+    }
+
     /** Takes a spare for rank {@code r} and starts the next spare. */
     private void replace(int r) {
       ws[r].waitDead(5_000);
@@ -544,11 +643,12 @@ public final class FaultInjection {
     private static final int SETUP_ATTEMPTS = 3;
 
     /**
-     * Starts the trial's fault communicator on every rank: RUN without a call limit. When the fault is
-     * to land in the calls, waits until every rank entered its first call; if a rank raised before (a
-     * rendezvous timeout on a loaded host, say), lets every rank finish, and starts over with a fresh
-     * communicator (the failure is counted and shown, not injected into). Returns the id of the
-     * communicator to fault, or null when every attempt failed (counted as unexpected).
+     * Starts the trial's fault communicator on every rank: RUN without a call limit (corrupt: a finite
+     * stream, and the CORRUPT command to the victim first). When the fault is to land in the calls,
+     * waits until every rank entered its first call (corrupt: and until the victim wrote the flag); if a
+     * rank raised before (a rendezvous timeout on a loaded host, say), lets every rank finish, and starts
+     * over with a fresh communicator (the failure is counted and shown, not injected into). Returns the
+     * id of the communicator to fault, or null when every attempt failed (counted as unexpected).
      */
     private String start(TrialSpec ts, Row row, List<Path> dirs, Set<String> segs, StringBuilder log) {
       int n = ws.length;
@@ -557,11 +657,15 @@ public final class FaultInjection {
         String fid = ts.id() + ".f" + (attempt == 0 ? "" : "." + attempt);
         Path dir = FileRendezvous.createDirectory();
         dirs.add(dir);
-        for (int r = 0; r < n; r++) ws[r].send(runCommand(fid, dir, r, n, ts.spec(), ts.seed(), cfg.timeoutMs, cfg, -1));
+        Corruption cor = ts.corruption();
+        if (cor != null) ws[ts.victim()].send(cor.command(fid));  // before RUN: it is read first
+        for (int r = 0; r < n; r++) ws[r].send(runCommand(fid, dir, r, n, ts.spec(), ts.seed(), cfg.timeoutMs, cfg, ts.calls(cfg)));
         if (!inCalls) return fid;
         awaitStream(fid, System.nanoTime() + 60_000_000_000L);
         boolean streaming = true;
-        for (Worker w : ws) streaming &= w.mark("STREAM", fid) != null && w.mark("FAIL", fid) == null;
+        // corrupt: a rank may already have raised because of the corruption, or finished its (finite) stream
+        for (Worker w : ws) streaming &= w.mark("STREAM", fid) != null && (cor != null || w.mark("FAIL", fid) == null);
+        if (streaming && cor != null) streaming = awaitCorruption(ws[ts.victim()], fid);
         if (streaming) return fid;
         // a rank raised (or never got there): every rank must raise too, within timeout + slack
         String first = null;
@@ -600,8 +704,12 @@ public final class FaultInjection {
       Fault fault = ts.fault();
       int victim = ts.victim();
       long tStart = System.nanoTime();
-      StringBuilder log = new StringBuilder(String.format(Locale.ROOT, "[%s] %s %s rank %d after %d ms%s:", id, spec.name(),
-          fault.label(), victim, ts.delayNanos() / 1_000_000, cfg.faultAfterCreate || fault != Fault.KILL ? " in the calls" : ""));
+      Corruption cor = ts.corruption();
+      StringBuilder log = new StringBuilder(cor != null
+          ? String.format(Locale.ROOT, "[%s] %s corrupt: rank %d, at its call %d + %d us, writes %s %d into the flag rank %d reads:",
+              id, spec.name(), victim, cor.atCall(), cor.delayMicros(), cor.ahead() ? "far ahead" : "behind", cor.value(), cor.peer())
+          : String.format(Locale.ROOT, "[%s] %s %s rank %d after %d ms%s:", id, spec.name(),
+              fault.label(), victim, ts.delayNanos() / 1_000_000, cfg.faultAfterCreate || fault != Fault.KILL ? " in the calls" : ""));
       row.trials++;
       Set<String> before = ShmProbe.segments();
       Set<Long> pids = new HashSet<>();
@@ -615,9 +723,10 @@ public final class FaultInjection {
         if (fid == null) return log.toString();
         v = ws[victim];
         for (Worker w : ws) pids.add(w.pid());
-        LockSupport.parkNanos(ts.delayNanos());
+        if (cor == null) LockSupport.parkNanos(ts.delayNanos());  // (corrupt: the victim's helper picks the moment)
         long tFault = System.nanoTime();
-        row.faults++;
+        if (cor == null) row.faults++;
+        boolean corrupted = false;
         Worker.Trial victimTrial = null;
         switch (fault) {
           case KILL -> {
@@ -650,12 +759,29 @@ public final class FaultInjection {
               if (victimTrial.end() == null) v.kill();
             }
           }
+          case CORRUPT -> {
+            // start() returned once the victim printed "CORRUPTED fid ok at NANOS calls I peer P value V" (or "failed: ...")
+            Worker.Line cl = v.mark("CORRUPTED", fid);
+            String[] w = cl.text().split(" ");
+            if (w.length >= 7 && w[2].equals("ok")) {
+              corrupted = true;
+              row.faults++;
+              if (cor.ahead()) row.corruptAhead++;
+              // the victim's clock is this process's (System.nanoTime: CLOCK_MONOTONIC on Linux); the read time if it is not
+              long tw = Long.parseLong(w[4]);
+              tFault = Math.abs(tw - cl.nanos()) < 10_000_000_000L ? tw : cl.nanos();
+              log.append(" written at its call ").append(w[6]).append(';');
+            } else {
+              row.victimsBad++;
+              row.notes.add(id + " rank " + victim + " did not write the flag: " + cl.text());
+            }
+          }
         }
         long deadline = tFault + (cfg.timeoutMs + cfg.slackMs) * 1_000_000L;
         List<Integer> replace = new ArrayList<>();
         if (fault == Fault.KILL) replace.add(victim);
         long maxCalls = -1, raiseMax = -1;
-        boolean timeoutSeen = false;
+        boolean timeoutSeen = false, anyRaised = false;
         for (int r = 0; r < n; r++) {
           if (r == victim) continue;
           row.survivors++;
@@ -668,6 +794,9 @@ public final class FaultInjection {
             row.notes.add(id + " rank " + r + " did not raise within timeout + slack: " + ws[r].tail());
             ws[r].kill();
             replace.add(r);
+          } else if (fault == Fault.CORRUPT && tr.done()) {
+            row.survivorsCompleted++;  // every call of its stream, each one checked
+            maxCalls = Math.max(maxCalls, tr.calls());
           } else if (tr.done() || !COMM_EXCEPTIONS.contains(tr.exception())) {
             row.unexpected++;
             row.notes.add(id + " rank " + r + ": " + tr.end().text());
@@ -684,6 +813,7 @@ public final class FaultInjection {
             raiseMax = Math.max(raiseMax, ms);
             row.exceptions.merge(tr.exception(), 1, Integer::sum);
             if (tr.exception().equals("CommTimeoutException")) timeoutSeen = true;
+            anyRaised = true;
             maxCalls = Math.max(maxCalls, tr.calls());
           }
         }
@@ -698,7 +828,38 @@ public final class FaultInjection {
         log.append(streaming ? " in stream" : created ? " before the first call" : " in creation");
         if (!sawStream && streaming) log.append(" (its STREAM line was not read)");
         if (maxCalls >= 0) log.append(" (survivors completed ").append(maxCalls).append(maxCalls == 1 ? " call)" : " calls)");
-        log.append(String.format(Locale.ROOT, "; survivors raised %s in %d ms", row.exceptions.keySet(), raiseMax));
+        if (fault == Fault.CORRUPT && raiseMax < 0) log.append("; no survivor raised");
+        else log.append(String.format(Locale.ROOT, "; survivors raised %s in %d ms", row.exceptions.keySet(), raiseMax));
+        if (fault == Fault.CORRUPT) log.append(", ").append(row.survivorsCompleted).append(" completed their stream");
+
+        if (fault == Fault.CORRUPT) {
+          // the corrupting rank kept calling: it raises within timeout + slack of its write, or completes its stream
+          victimTrial = v.collect(fid, deadline);
+          row.wrong += (int) victimTrial.count("WRONG");
+          Worker.Line end = victimTrial.end();
+          if (end == null) {
+            row.victimsBad++;
+            row.notes.add(id + " corrupting rank " + victim + " neither raised nor completed within timeout + slack: " + v.tail());
+            v.kill();
+            replace.add(victim);
+          } else if (!corrupted) {
+            log.append("; no write");  // counted above
+          } else if (victimTrial.done()) {
+            row.victimsOk++;
+            row.victimCompleted++;
+            log.append("; corrupting rank completed its stream");
+          } else if (COMM_EXCEPTIONS.contains(victimTrial.exception()) && end.nanos() >= tFault) {
+            row.victimsOk++;
+            row.victimRaised++;
+            anyRaised = true;
+            log.append("; corrupting rank raised ").append(victimTrial.exception()).append(" in ")
+                .append((end.nanos() - tFault) / 1_000_000).append(" ms");
+          } else {
+            row.victimsBad++;
+            row.notes.add(id + " corrupting rank " + victim + (end.nanos() < tFault ? " raised before its write: " : ": ") + end.text());
+          }
+          if (corrupted && anyRaised) row.corruptNoticed++;
+        }
 
         if (fault == Fault.PAUSE) {
           if (timeoutSeen) {
@@ -813,6 +974,9 @@ public final class FaultInjection {
         case "--parallel": c.parallel = Math.max(1, Integer.parseInt(args[++i])); break;
         case "--recovery-timeout-ms": c.recoveryTimeoutMs = Long.parseLong(args[++i]); break;
         case "--pause-extra-ms": c.pauseExtraMs = Long.parseLong(args[++i]); break;
+        case "--corrupt-max-call": c.corruptMaxCall = Math.max(1, Integer.parseInt(args[++i])); break;
+        case "--corrupt-tail-calls": c.corruptTailCalls = Math.max(0, Integer.parseInt(args[++i])); break;
+        case "--corrupt-max-delay-us": c.corruptMaxDelayMicros = Math.max(0, Long.parseLong(args[++i])); break;
         case "--quiet": c.trialLog = null; break;
         case "--fault": {
           List<Fault> fs = new ArrayList<>();
@@ -842,8 +1006,9 @@ public final class FaultInjection {
   private static void usage(String why) {
     System.err.println(why);
     System.err.println("usage: FaultInjection [--ranks N] [--trials T] [--timeout-ms MS] [--slack-ms MS] [--max-delay-ms MS] "
-        + "[--max-elems N] [--seed S] [--backend host|gpu] [--fault kill|pause|close|kill,pause,close] [--kill-after-create] "
-        + "[--parallel P] [--recovery-timeout-ms MS] [--pause-extra-ms MS] [--quiet] [--rows allReduce_FLAT,allGather,...]");
+        + "[--max-elems N] [--seed S] [--backend host|gpu] [--fault kill|pause|close|corrupt|kill,pause,close,corrupt] "
+        + "[--kill-after-create] [--parallel P] [--recovery-timeout-ms MS] [--pause-extra-ms MS] [--corrupt-max-call K] "
+        + "[--corrupt-tail-calls T] [--corrupt-max-delay-us D] [--quiet] [--rows allReduce_FLAT,allGather,...]");
     System.exit(2);
   }
 }

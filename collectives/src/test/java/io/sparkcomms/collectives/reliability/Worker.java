@@ -27,7 +27,7 @@ final class Worker implements AutoCloseable {
   final List<String> history = java.util.Collections.synchronizedList(new ArrayList<>());
   private volatile boolean ready;
   private volatile boolean outputEnded;
-  /** First CREATED / STREAM / CLOSING / FAIL / DONE line of each trial id, by "KIND id": looked up without scanning the history. */
+  /** First CREATED / STREAM / CLOSING / CORRUPTED / FAIL / DONE line of each trial id, by "KIND id": looked up without scanning the history. */
   private final java.util.Map<String, Line> marks = new java.util.concurrent.ConcurrentHashMap<>();
 
   private Worker(Process p) {
@@ -44,8 +44,8 @@ final class Worker implements AutoCloseable {
             }
           }
           Line line = new Line(System.nanoTime(), l);
-          if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("FAIL ")
-              || l.startsWith("DONE ")) {
+          if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("CORRUPTED ")
+              || l.startsWith("FAIL ") || l.startsWith("DONE ")) {
             String[] w = l.split(" ", 3);
             if (w.length >= 2) marks.putIfAbsent(w[0] + " " + w[1], line);
           }
@@ -76,7 +76,7 @@ final class Worker implements AutoCloseable {
 
   long pid() { return process.pid(); }
 
-  /** The first line {@code kind id ...} (kind CREATED, STREAM, CLOSING, FAIL or DONE) read so far, or null. */
+  /** The first line {@code kind id ...} (kind CREATED, STREAM, CLOSING, CORRUPTED, FAIL or DONE) read so far, or null. */
   Line mark(String kind, String id) { return marks.get(kind + " " + id); }
 
   /** Waits (bounded) until the reader saw the end of the process's output: every line it printed is read. */
@@ -139,7 +139,7 @@ final class Worker implements AutoCloseable {
     List<Line> got = new ArrayList<>();
     while (true) {
       Line l = awaitAny(deadline, "SEG " + id + " ", "CREATED " + id + " ", "STREAM " + id + " ", "WRONG " + id + " ", "CLOSING " + id + " ",
-          "CLOSED " + id + " ", "ALGOS " + id + " ", "DONE " + id + " ", "FAIL " + id + " ");
+          "CLOSED " + id + " ", "CORRUPTED " + id + " ", "ALGOS " + id + " ", "DONE " + id + " ", "FAIL " + id + " ");
       if (l == null) return new Trial(got, null);
       got.add(l);
       if (l.text.startsWith("DONE") || l.text.startsWith("FAIL")) return new Trial(got, l);

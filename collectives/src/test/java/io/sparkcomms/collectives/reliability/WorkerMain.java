@@ -14,12 +14,14 @@ import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A long-lived rank process for fault-injection trials: JVM start-up is paid once, and every trial
@@ -30,6 +32,14 @@ import java.util.concurrent.LinkedBlockingQueue;
  *     KIND: ALL_REDUCE ALL_GATHER REDUCE_SCATTER ALL_TO_ALL ALL_TO_ALL_V BROADCAST BARRIER; calls &lt; 0: until failure
  * CLOSE id   (read while a RUN is going on) the running trial {@code id} closes its communicator before
  *            its next call and stops calling: a rank that detaches while its peers still call
+ * CORRUPT id peer value atCall delayMicros
+ *            (sent before or during RUN id) when trial {@code id} is about to make call {@code atCall}, a
+ *            helper thread of this process sleeps {@code delayMicros}, then overwrites with {@code value} the
+ *            barrier flag that rank {@code peer} reads for this rank's arrivals (host: the segment's slot
+ *            where this rank signals {@code peer}, by reflection, see {@link Internals}; GPU: every block's
+ *            flag word of this rank in {@code peer}'s signal buffer, {@code sc_debug_corrupt_flag}), while
+ *            the RUN thread keeps calling; the RUN waits for the helper before it ends (prints DONE / FAIL)
+ *            or closes, so the write always lands before this rank's communicator is closed
  * WARM       GPU backend: load the library and create a context on every GPU now (pre-started spares
  *            pay the CUDA start-up before they are needed); host backend: nothing
  * RES id     GPU backend: print what this process still holds (see RES below); host backend: nothing
@@ -39,11 +49,13 @@ import java.util.concurrent.LinkedBlockingQueue;
  * Events on stdout: {@code READY pid}, {@code SEG id path} (the segment rank 0 published),
  * {@code CREATED id}, {@code STREAM id first-call} (right before the first collective), {@code WRONG id detail},
  * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
+ * {@code CORRUPTED id ok at nanos calls i peer p value v} (the helper's write; nanos: System.nanoTime()
+ * right before it, i: the RUN's call index then) or {@code CORRUPTED id failed: ...},
  * {@code ALGOS id calls FLAT=n LP=n ...} (calls completed, by algorithm), {@code DONE id calls},
  * {@code FAIL id Exception message}; GPU backend, at the start of every RUN and for RES:
  * {@code RES id comms ipcMappings allocations} (sc_live_resources: what the process still holds, e.g.
  * from the trial before; all three must be 0), and {@code WARM ms}. RUN, WARM, RES and EXIT run in
- * order on the main thread; CLOSE is acted on by the stdin reader.
+ * order on the main thread; CLOSE and CORRUPT are recorded by the stdin reader and acted on by the RUN.
  * The process exits when its parent dies or stdin closes, so a crashed runner leaves no workers.
  */
 public final class WorkerMain {
@@ -65,6 +77,7 @@ public final class WorkerMain {
         for (String line; (line = in.readLine()) != null; ) {
           String l = line.trim();
           if (l.startsWith("CLOSE ")) closeRequest = l.substring(6).trim();
+          else if (l.startsWith("CORRUPT ")) corruptRequest = Corrupt.parse(l);
           else commands.add(l);
         }
       } catch (java.io.IOException e) {
@@ -86,6 +99,23 @@ public final class WorkerMain {
 
   /** The trial id whose communicator is to be closed before its next call (CLOSE id). */
   private static volatile String closeRequest;
+
+  /** A CORRUPT request: see the class comment. */
+  private record Corrupt(String id, int peer, long value, long atCall, long delayMicros) {
+    static Corrupt parse(String line) {
+      String[] w = line.trim().split(" +");
+      return new Corrupt(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]));
+    }
+  }
+
+  /** The latest CORRUPT request (for the trial it names). */
+  private static volatile Corrupt corruptRequest;
+  /** The RUN's current call index (read by the corrupting helper for its CORRUPTED line). */
+  private static volatile long callIndex;
+  /** Guards {@link #live}: the helper writes only while holding it and while {@code live} is its communicator. */
+  private static final Object COMM_LOCK = new Object();
+  /** The running trial's communicator, until it is about to be closed. Guarded by {@link #COMM_LOCK}. */
+  private static Communicator live;
 
   /** GPU backend: loads the library and creates a context on every device (a spare then starts trials sooner). */
   private static void warm() {
@@ -140,6 +170,7 @@ public final class WorkerMain {
     int maxElems = Integer.parseInt(a[10]);
     long calls = Long.parseLong(a[11]);
     Communicator c = null;
+    Thread corrupter = null;
     long i = 0;
     if (GPU) printResources(id);  // what this process still holds from earlier trials: must be nothing
     try {
@@ -149,6 +180,9 @@ public final class WorkerMain {
       // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
       // lone rank 0 would then never create its segment, which the stale-segment tests need).
       c = GPU ? Comms.create(rv, o, rank % gpuCount()) : HostCommunicator.create(rv, o);
+      synchronized (COMM_LOCK) {
+        live = c;
+      }
       out.println("CREATED " + id + " ok");
       CollectiveChecker ck = new CollectiveChecker(c, seed);
       SplittableRandom rnd = new SplittableRandom(seed);
@@ -156,15 +190,20 @@ public final class WorkerMain {
       int reported = 0;
       for (; calls < 0 || i < calls; i++) {
         if (id.equals(closeRequest)) {  // detach while the peers still call
+          awaitCorrupter(corrupter, id);
           out.println("CLOSING " + id + " " + i);
           Communicator closing = c;
           c = null;
+          retire(closing);
           closing.close();
           out.println("CLOSED " + id + " " + i);
           algos(id, closing);
           out.println("DONE " + id + " " + i + " closed");
           return;
         }
+        callIndex = i;
+        Corrupt cr = corruptRequest;
+        if (corrupter == null && cr != null && cr.id().equals(id) && i >= cr.atCall()) corrupter = startCorrupter(cr, c, rank);
         if (i == 0) out.println("STREAM " + id + " first-call");  // entering the first collective
         String what = CallMix.call(ck, c, kind, lp, rnd, maxElems);
         if (ck.failures().size() > reported) {
@@ -172,15 +211,70 @@ public final class WorkerMain {
           reported = ck.failures().size();
         }
       }
+      awaitCorrupter(corrupter, id);
       algos(id, c);
       out.println("DONE " + id + " " + i);
     } catch (Throwable t) {
+      awaitCorrupter(corrupter, id);
       if (c != null) algos(id, c);
       String m = String.valueOf(t.getMessage()).replace('\n', ' ');
       out.println("FAIL " + id + " " + t.getClass().getSimpleName() + " after " + i + " calls: " + m);
     } finally {
-      if (c != null) c.close();
+      if (c != null) {
+        retire(c);
+        c.close();
+      }
     }
+  }
+
+  /** Ends the corrupting helper's access to {@code c}: after this it writes nothing (it would print "skipped"). */
+  private static void retire(Communicator c) {
+    synchronized (COMM_LOCK) {
+      if (live == c) live = null;
+    }
+  }
+
+  /**
+   * CORRUPT: a helper thread overwrites the flag while this thread keeps calling (the write lands at any
+   * point of a call: before, during or after this rank's arrival, while the peer waits or not).
+   */
+  private static Thread startCorrupter(Corrupt cr, Communicator c, int rank) {
+    Thread t = new Thread(() -> {
+      LockSupport.parkNanos(cr.delayMicros() * 1_000L);
+      synchronized (COMM_LOCK) {
+        if (live != c) {
+          out.println("CORRUPTED " + cr.id() + " failed: skipped, the communicator was already being closed");
+          return;
+        }
+        long calls = callIndex;
+        long t0 = System.nanoTime();
+        try {
+          if (GPU) {
+            io.sparkcomms.collectives.gpu.GpuFaultHooks.corruptFlag(c, cr.peer(), cr.value());
+          } else {
+            // the slot rank `peer` reads for this rank's arrivals (ShmSignals.await); a plain aligned 8-byte store
+            Internals.ctrl(c).duplicate().order(ByteOrder.nativeOrder()).putLong(Internals.slot(cr.peer(), rank), cr.value());
+          }
+          out.println("CORRUPTED " + cr.id() + " ok at " + t0 + " calls " + calls + " peer " + cr.peer() + " value " + cr.value());
+        } catch (Throwable e) {
+          out.println("CORRUPTED " + cr.id() + " failed: " + String.valueOf(e).replace('\n', ' '));
+        }
+      }
+    }, "corrupter");
+    t.setDaemon(true);
+    t.start();
+    return t;
+  }
+
+  /** Waits (bounded) for the corrupting helper, so that its line comes before this trial's DONE / FAIL. */
+  private static void awaitCorrupter(Thread t, String id) {
+    if (t == null) return;
+    try {
+      t.join(30_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (t.isAlive()) out.println("CORRUPTED " + id + " failed: the write did not return within 30 s");
   }
 
   /** Calls that completed on {@code c}, by algorithm: shows e.g. that an LP row really ran LP. */
