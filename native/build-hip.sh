@@ -57,8 +57,8 @@ if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
   # Debian's HIP 5.x headers read __AMDGCN_WAVEFRONT_SIZE, which clang >= 21 no longer predefines;
   # every arch built here (gfx9) runs 64-wide wavefronts.
   wave=()
-  echo | "$clang" -x hip --offload-arch=gfx942 -nogpulib --offload-device-only -dM -E - 2>/dev/null \
-    | grep -q '__AMDGCN_WAVEFRONT_SIZE ' || wave=(-D__AMDGCN_WAVEFRONT_SIZE=64)
+  predef=$(echo | "$clang" -x hip --offload-arch=gfx942 -nogpulib --offload-device-only -dM -E - 2>/dev/null || true)
+  [[ $predef == *"__AMDGCN_WAVEFRONT_SIZE "* ]] || wave=(-D__AMDGCN_WAVEFRONT_SIZE=64)
   use=$(supported_archs "$clang")
   [[ -z "$use" ]] && { echo "[sparkcomms] $clang supports none of: $archs; skipping"; exit 0; }
   mkdir -p "$out/hip-device"

@@ -854,16 +854,21 @@ static void sc_lp_defaults(sc_comm* c) {
 // different kernels against each other (a time-out at best, a wrong result at worst), so connect
 // refuses. They come from the environment at create; set them per call with sc_comm_set_option on
 // every rank alike (the Java layer agrees its own options across ranks before it sets them).
-static const char* const SC_BLOB_SETTING_NAMES[SC_BLOB_SETTINGS] = {
+static const char* const SC_BLOB_SETTING_NAMES[] = {
     "flat_max_bytes (RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES)", "tree_max_bytes (RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES)",
     "ll_max_bytes (SPARKCOMMS_DDA_LL_MAX_BYTES)",          "max_blocks (RCCL_DDA_MAX_BLOCKS)",
     "lp_block_size (SPARKCOMMS_LP_BLOCK_SIZE)",            "fp8_format (SPARKCOMMS_FP8_FORMAT)",
     "lp_min_bytes (SPARKCOMMS_LP_MIN_BYTES)",              "lp_auto (RCCL_LOW_PRECISION_ENABLE*)",
     "lp_oneshot_max_ranks (SPARKCOMMS_LP_ONESHOT_MAX_RANKS)", "lp_max_blocks (SPARKCOMMS_LP_MAX_BLOCKS)"};
 
+static_assert(sizeof(SC_BLOB_SETTING_NAMES) / sizeof(SC_BLOB_SETTING_NAMES[0]) == SC_BLOB_SETTINGS,
+              "one name per blob setting");
+
 static void sc_blob_settings(const sc_comm* c, uint64_t out[SC_BLOB_SETTINGS]) {
+  // lp_min_bytes only matters when the library picks LP itself (lp_auto)
   const uint64_t v[SC_BLOB_SETTINGS] = {c->flat_max, c->tree_max, c->ll_max, (uint64_t)c->max_blocks,
-                                        (uint64_t)c->lp_bs, (uint64_t)c->lp_fmt, c->lp_min, (uint64_t)c->lp_auto,
+                                        (uint64_t)c->lp_bs, (uint64_t)c->lp_fmt, c->lp_auto ? c->lp_min : 0,
+                                        (uint64_t)c->lp_auto,
                                         (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks};
   memcpy(out, v, sizeof(v));
 }
@@ -980,6 +985,8 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
   if (g.rc) return g.rc;
   const int n = c->nranks, me = c->rank;
   ScBlob blobs[SC_MAX_RANKS];
+  uint64_t mine[SC_BLOB_SETTINGS];
+  sc_blob_settings(c, mine);
   for (int p = 0; p < n; ++p) {
     memcpy(&blobs[p], (const char*)all + (size_t)p * blob_len, sizeof(ScBlob));
     const ScBlob& b = blobs[p];
@@ -991,9 +998,7 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
     if (b.staging_bytes != c->staging_bytes)
       return sc_fail(SC_ERR_INVALID_ARG, "rank %d staging_bytes %llu differs from ours %zu", p,
                      (unsigned long long)b.staging_bytes, c->staging_bytes);
-    uint64_t mine[SC_BLOB_SETTINGS];
-    sc_blob_settings(c, mine);
-    for (int i = 0; i < SC_BLOB_SETTINGS; ++i)
+    for (int i = 0; i < SC_BLOB_SETTINGS && p != me; ++i)
       if (b.settings[i] != mine[i])
         return sc_fail(SC_ERR_INVALID_ARG, "rank %d has %s = %llu, rank %d has %llu: every rank must use the same value",
                        p, SC_BLOB_SETTING_NAMES[i], (unsigned long long)b.settings[i], me,
@@ -1351,7 +1356,9 @@ extern "C" int sc_debug_corrupt_flag(sc_comm_t c, int peer, uint64_t value) {
     e = gpuMemcpy2DAsync(&s->vflags[0][c->rank].v, pitch, words, sizeof(uint64_t), sizeof(uint64_t), SC_MAX_BLOCKS,
                          gpuMemcpyDefault, st);
   const char* step = e == gpuSuccess ? "stream synchronize" : "copy";
-  if (e == gpuSuccess) e = gpuStreamSynchronize(st);  // `words` must outlive the copies
+  // `words` must outlive the copies: wait for the stream even when the second copy was refused
+  const gpuError_t w = gpuStreamSynchronize(st);
+  if (e == gpuSuccess) e = w;
   const gpuError_t d = gpuStreamDestroy(st);
   if (e == gpuSuccess && d != gpuSuccess) {
     e = d;

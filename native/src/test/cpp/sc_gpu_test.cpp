@@ -960,15 +960,13 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
   };
 
   if (o.lp) {
-    // Kernel settings from the environment must agree: rank 1 picks another LL threshold, and
-    // connect must refuse on every rank, naming the setting.
+    // Kernel settings (from each rank's environment, or set before the export) must agree: rank 1
+    // picks another LL threshold, and connect must refuse on every rank, naming the setting. (Set as
+    // an option, not with setenv: in --sp mode the ranks are threads of one process.)
     {
-      const char* prev = getenv("SPARKCOMMS_DDA_LL_MAX_BYTES");
-      const std::string keep = prev ? prev : "";
-      if (rank == 1) setenv("SPARKCOMMS_DDA_LL_MAX_BYTES", "4096", 1);
       sc_comm_t cm = nullptr;
       SC(sc_comm_create(rank, c.n, c.device, staging, comm_timeout, &cm));
-      if (rank == 1) { if (prev) setenv("SPARKCOMMS_DDA_LL_MAX_BYTES", keep.c_str(), 1); else unsetenv("SPARKCOMMS_DDA_LL_MAX_BYTES"); }
+      if (rank == 1) SC(sc_comm_set_option(cm, "ll_max_bytes", 4096));
       std::vector<unsigned char> mine(blen), all(blen * c.n);
       SC(sc_comm_export(cm, mine.data(), blen));
       c.ex.allgather(mine.data(), blen, all.data());

@@ -75,7 +75,10 @@ SC_DEV char* sc_half(const ScDevComm& c, int r, uint64_t seq) {
 }
 
 SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
-  *(volatile uint32_t*)&c.self->failed = 1;  // device-side copy for sc_kernel_begin of queued kernels
+  // Device-side copy for sc_kernel_begin of queued kernels. No fence: only later kernels of this
+  // rank read it, after a kernel boundary (stream order / PDL wait). Never reset: a failed
+  // communicator is refused by the host (err[0] stays set) until it is destroyed.
+  *(volatile uint32_t*)&c.self->failed = 1;
   if (c.err[0] == SC_DEVERR_NONE) {
     c.err[1] = blockIdx.x;
     c.err[2] = peer;
@@ -91,10 +94,12 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
 // have later collectives queued; without this they would push into their peers' staging and arrive,
 // and a late peer could take that data for the operation it is in. The earlier kernel's write of
 // `failed` is visible here because it completed before this one started (stream order, or the PDL
-// wait, which waits for the prerequisite grid's completion and memory flush).
+// wait, which waits for the prerequisite grid's completion and memory flush). One decision per
+// block: another block of this same kernel may set `failed` while this block's warps read it, and a
+// block whose warps split here would reach its later __syncthreads with some warps gone.
 SC_DEV bool sc_kernel_begin(const ScDevComm& c) {
   sc_pdl_wait();
-  if (*(const volatile uint32_t*)&c.self->failed) return false;
+  if (__syncthreads_or(threadIdx.x == 0 && *(const volatile uint32_t*)&c.self->failed)) return false;
   sc_pdl_launch_dependents();
   return true;
 }

@@ -220,7 +220,6 @@ public final class CollectiveChecker {
     long[] before = callsByAlgorithm();
     comm.allReduce(in, out, op);
     Algorithm algo = usedSince(before);
-    boolean lp = algo == Algorithm.LP;
     String what = "allReduce(" + dt + ", " + op + ", count=" + count + ", " + algo + (inPlace ? ", in-place" : "") + ", " + shape + ")";
     double[] xs = new double[n];
     for (int i = 0; i < count; i++) {
@@ -242,7 +241,6 @@ public final class CollectiveChecker {
     long[] before = callsByAlgorithm();
     comm.reduceScatter(in, out, op);
     Algorithm algo = usedSince(before);
-    boolean lp = algo == Algorithm.LP;
     String what = "reduceScatter(" + dt + ", " + op + ", count=" + count + ", " + algo + ")";
     double[] xs = new double[n];
     for (int i = 0; i < count; i++) {

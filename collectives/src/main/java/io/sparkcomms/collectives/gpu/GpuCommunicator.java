@@ -72,6 +72,16 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Native.check(SparkCommsNative.sc_comm_create(r, n, device, o.stagingBytes(true), t.toMillis() / 1000.0, comm), "sc_comm_create");
     Pointer stream = null;
     try {
+      // LP: the Java selector decides (lp_auto 0); block size and format from the options (agreed
+      // across ranks by Comms.create). Set before the export: connect compares the ranks' kernel
+      // settings, and these replace whatever each rank's environment said. A library without the FP8
+      // kernels, or a block size they cannot take, refuses: LP then falls through.
+      boolean lp = n > 1
+          && SparkCommsNative.sc_comm_set_option(comm, "lp_auto", 0) == SparkCommsNative.SC_OK
+          && SparkCommsNative.sc_comm_set_option(comm, "lp_block_size", o.lpBlockSize()) == SparkCommsNative.SC_OK
+          && SparkCommsNative.sc_comm_set_option(comm, "lp_oneshot_max_ranks", o.lpOneShotMaxRanks()) == SparkCommsNative.SC_OK
+          && (o.fp8Format() == null
+              || SparkCommsNative.sc_comm_set_option(comm, "fp8_format", o.fp8Format().ordinal()) == SparkCommsNative.SC_OK);
       int blobLen = (int) SparkCommsNative.sc_comm_export_size();
       BytePointer mine = new BytePointer(blobLen);
       Native.check(SparkCommsNative.sc_comm_export(comm, mine, blobLen), "sc_comm_export");
@@ -97,14 +107,6 @@ public final class GpuCommunicator extends AbstractCommunicator {
         agree(rv, err, t, "initialize the vendor communicator");
         vendor = true;
       }
-      // LP: the Java selector decides (lp_auto 0); block size and format from the options. A library
-      // without the FP8 kernels, or a block size they cannot take, refuses: LP then falls through.
-      boolean lp = n > 1
-          && SparkCommsNative.sc_comm_set_option(comm, "lp_auto", 0) == SparkCommsNative.SC_OK
-          && SparkCommsNative.sc_comm_set_option(comm, "lp_block_size", o.lpBlockSize()) == SparkCommsNative.SC_OK
-          && SparkCommsNative.sc_comm_set_option(comm, "lp_oneshot_max_ranks", o.lpOneShotMaxRanks()) == SparkCommsNative.SC_OK
-          && (o.fp8Format() == null
-              || SparkCommsNative.sc_comm_set_option(comm, "fp8_format", o.fp8Format().ordinal()) == SparkCommsNative.SC_OK);
       stream = new Pointer((Pointer) null);
       Native.check(SparkCommsNative.sc_stream_create(stream), "sc_stream_create");
       return new GpuCommunicator(r, n, o, device, comm, stream, vendor, lp);

@@ -113,9 +113,9 @@ public final class WorkerMain {
   /** The RUN's current call index (read by the corrupting helper for its CORRUPTED line). */
   private static volatile long callIndex;
   /** Guards {@link #live}: the helper writes only while holding it and while {@code live} is its communicator. */
-  private static final Object COMM_LOCK = new Object();
-  /** The running trial's communicator, until it is about to be closed. Guarded by {@link #COMM_LOCK}. */
-  private static Communicator live;
+  private static final java.util.concurrent.locks.ReentrantLock COMM_LOCK = new java.util.concurrent.locks.ReentrantLock();
+  /** The running trial's communicator, until it is about to be closed. Written under {@link #COMM_LOCK}. */
+  private static volatile Communicator live;
 
   /** GPU backend: loads the library and creates a context on every device (a spare then starts trials sooner). */
   private static void warm() {
@@ -180,8 +180,11 @@ public final class WorkerMain {
       // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
       // lone rank 0 would then never create its segment, which the stale-segment tests need).
       c = GPU ? Comms.create(rv, o, rank % gpuCount()) : HostCommunicator.create(rv, o);
-      synchronized (COMM_LOCK) {
+      COMM_LOCK.lock();
+      try {
         live = c;
+      } finally {
+        COMM_LOCK.unlock();
       }
       out.println("CREATED " + id + " ok");
       CollectiveChecker ck = new CollectiveChecker(c, seed);
@@ -229,8 +232,18 @@ public final class WorkerMain {
 
   /** Ends the corrupting helper's access to {@code c}: after this it writes nothing (it would print "skipped"). */
   private static void retire(Communicator c) {
-    synchronized (COMM_LOCK) {
+    boolean locked = false;
+    try {
+      // bounded: a helper stuck inside its write (awaitCorrupter gave up on it) must not hang the worker
+      locked = COMM_LOCK.tryLock(5, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    try {
       if (live == c) live = null;
+      if (!locked) out.println("NOTE retire without the lock: the corrupting helper still holds it");
+    } finally {
+      if (locked) COMM_LOCK.unlock();
     }
   }
 
@@ -241,7 +254,8 @@ public final class WorkerMain {
   private static Thread startCorrupter(Corrupt cr, Communicator c, int rank) {
     Thread t = new Thread(() -> {
       LockSupport.parkNanos(cr.delayMicros() * 1_000L);
-      synchronized (COMM_LOCK) {
+      COMM_LOCK.lock();
+      try {
         if (live != c) {
           out.println("CORRUPTED " + cr.id() + " failed: skipped, the communicator was already being closed");
           return;
@@ -259,6 +273,8 @@ public final class WorkerMain {
         } catch (Throwable e) {
           out.println("CORRUPTED " + cr.id() + " failed: " + String.valueOf(e).replace('\n', ' '));
         }
+      } finally {
+        COMM_LOCK.unlock();
       }
     }, "corrupter");
     t.setDaemon(true);
