@@ -8,10 +8,6 @@ import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
 
@@ -23,25 +19,7 @@ class CommsAgreementTest {
   /** Runs Comms.create on n threads with per-rank options; returns each rank's communicator or exception. */
   private static List<Object> create(int n, IntFunction<CommOptions> opts) throws Exception {
     InJvmRendezvous.Group g = InJvmRendezvous.group(n);
-    ExecutorService pool = Executors.newFixedThreadPool(n);
-    try {
-      List<Future<Object>> fs = new ArrayList<>();
-      for (int r = 0; r < n; r++) {
-        final int rank = r;
-        fs.add(pool.submit(() -> {
-          try {
-            return (Object) Comms.create(g.member(rank), opts.apply(rank));
-          } catch (RuntimeException e) {
-            return e;
-          }
-        }));
-      }
-      List<Object> out = new ArrayList<>();
-      for (Future<Object> f : fs) out.add(f.get(60, TimeUnit.SECONDS));
-      return out;
-    } finally {
-      pool.shutdownNow();
-    }
+    return RankGroup.runCatching(n, 60, rank -> Comms.create(g.member(rank), opts.apply(rank)));
   }
 
   @Test void differentSettingsFailOnEveryRankNamingTheDifference() throws Exception {
@@ -59,21 +37,12 @@ class CommsAgreementTest {
     List<Communicator> comms = new ArrayList<>();
     for (Object o : res) comms.add(assertInstanceOf(Communicator.class, o));
     try {
-      ExecutorService pool = Executors.newFixedThreadPool(2);
-      try {
-        List<Future<float[]>> fs = new ArrayList<>();
-        for (int r = 0; r < 2; r++) {
-          final int rank = r;
-          fs.add(pool.submit(() -> {
-            float[] x = {rank + 1f, 10f * (rank + 1)};
-            comms.get(rank).allReduce(HostTensor.of(x), ReduceOp.SUM);
-            return x;
-          }));
-        }
-        for (Future<float[]> f : fs) assertArrayEquals(new float[] {3f, 30f}, f.get(60, TimeUnit.SECONDS));
-      } finally {
-        pool.shutdownNow();
-      }
+      List<Object> sums = RankGroup.runCatching(2, 60, rank -> {
+        float[] x = {rank + 1f, 10f * (rank + 1)};
+        comms.get(rank).allReduce(HostTensor.of(x), ReduceOp.SUM);
+        return x;
+      });
+      for (Object x : sums) assertArrayEquals(new float[] {3f, 30f}, assertInstanceOf(float[].class, x));
     } finally {
       for (Communicator c : comms) c.close();
     }

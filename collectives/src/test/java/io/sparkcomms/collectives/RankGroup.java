@@ -62,6 +62,33 @@ public final class RankGroup implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Results of {@code f(rank)} on {@code n} threads of a pool of their own, each a value or the
+   * RuntimeException it threw; waits at most {@code waitSeconds} for each rank. For steps before
+   * a group exists (creating communicators with per-rank options).
+   */
+  public static List<Object> runCatching(int n, long waitSeconds, IntFunction<Object> f) throws Exception {
+    ExecutorService own = Executors.newFixedThreadPool(n);
+    try {
+      List<Future<Object>> fs = new ArrayList<>();
+      for (int r = 0; r < n; r++) {
+        final int rank = r;
+        fs.add(own.submit(() -> {
+          try {
+            return f.apply(rank);
+          } catch (RuntimeException e) {
+            return e;
+          }
+        }));
+      }
+      List<Object> out = new ArrayList<>();
+      for (Future<Object> fu : fs) out.add(fu.get(waitSeconds, TimeUnit.SECONDS));
+      return out;
+    } finally {
+      own.shutdownNow();
+    }
+  }
+
   /** Results of {@code f(rank)} per rank, each a value or the exception it threw. */
   public List<Object> runCatching(IntFunction<Object> f) {
     return run(r -> {

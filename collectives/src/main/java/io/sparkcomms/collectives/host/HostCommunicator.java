@@ -684,40 +684,42 @@ public final class HostCommunicator extends AbstractCommunicator {
   }
 
   private void lpOneShotAllReduce(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
-    long count = c.count();
-    int kmax = lpChunk(1);
-    ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    forEachChunk(count, kmax, (off, k, first) -> {
-      lpQuantizeWhole(c, in, off, k, problem, first);
+    lpWholeChunks(c, in, problem, (off, k, first) -> {
       for (int p = 0; p < size; p++) {
         quantizer.dequantize(inputs[p], 0, k, p == 0 ? fa : fb, 0);
         if (p > 0) for (int i = 0; i < k; i++) fa[i] += fb[i];
       }
       if (c.op().kind() == ReduceOp.Kind.AVG) for (int i = 0; i < k; i++) fa[i] = fa[i] / size;
       writeFloats(fa, k, out, off);
-      end(c);
     });
-  }
-
-  /** Quantizes this rank's chunk [off, off + k) whole into its input area, then syncs with the peers. */
-  private void lpQuantizeWhole(CollectiveCall c, HostTensor in, long off, int k, String problem, boolean first) {
-    if (problem == null) {
-      readFloats(in, off, k, fa);
-      quantizer.quantize(fa, 0, k, inputs[rank], 0);
-    }
-    sync(c, problem, first);
   }
 
   private void lpAllGather(CollectiveCall c, HostTensor in, HostTensor out, String problem) {
     long count = c.count();
-    int kmax = lpChunk(1);
-    ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    forEachChunk(count, kmax, (off, k, first) -> {
-      lpQuantizeWhole(c, in, off, k, problem, first);
+    lpWholeChunks(c, in, problem, (off, k, first) -> {
       for (int p = 0; p < size; p++) {
         quantizer.dequantize(inputs[p], 0, k, fb, 0);
         writeFloats(fb, k, out, p * count + off);
       }
+    });
+  }
+
+  /**
+   * The LP collectives in which every rank quantizes its chunk whole, once: per chunk, this rank's
+   * [off, off + k) is quantized into its input area and the ranks sync; {@code body} then reads every
+   * rank's run (inputs[p]); the chunk ends with {@link #end}.
+   */
+  private void lpWholeChunks(CollectiveCall c, HostTensor in, String problem, Chunk body) {
+    long count = c.count();
+    int kmax = lpChunk(1);
+    ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
+    forEachChunk(count, kmax, (off, k, first) -> {
+      if (problem == null) {
+        readFloats(in, off, k, fa);
+        quantizer.quantize(fa, 0, k, inputs[rank], 0);
+      }
+      sync(c, problem, first);
+      body.run(off, k, first);
       end(c);
     });
   }

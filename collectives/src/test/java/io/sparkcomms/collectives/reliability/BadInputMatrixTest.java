@@ -24,9 +24,6 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.junit.jupiter.api.AfterAll;
@@ -252,41 +249,25 @@ class BadInputMatrixTest {
   }
 
   @Test
-  void ranksWithDifferentAlgorithmOptionsGetCommMismatchEverywhere() {
+  void ranksWithDifferentAlgorithmOptionsGetCommMismatchEverywhere() throws Exception {
     Algorithm[] algos = {Algorithm.FLAT, Algorithm.TREE, Algorithm.FLAT};
     InJvmRendezvous.Group grp = InJvmRendezvous.group(N);
-    ExecutorService pool = Executors.newFixedThreadPool(N);
+    List<Communicator> cs = new ArrayList<>();
+    for (Object o : RankGroup.runCatching(N, 60, rank -> HostCommunicator.create(grp.member(rank), CommOptions.builder()
+        .backend(CommOptions.Backend.HOST).stagingBytes(64 << 10).algorithm(algos[rank]).timeout(Duration.ofSeconds(20)).build()))) {
+      cs.add(assertInstanceOf(Communicator.class, o));
+    }
     try {
-      List<Future<Communicator>> made = new ArrayList<>();
-      for (int r = 0; r < N; r++) {
-        final int rank = r;
-        made.add(pool.submit(() -> HostCommunicator.create(grp.member(rank), CommOptions.builder()
-            .backend(CommOptions.Backend.HOST).stagingBytes(64 << 10).algorithm(algos[rank]).timeout(Duration.ofSeconds(20)).build())));
-      }
-      List<Communicator> cs = new ArrayList<>();
-      for (Future<Communicator> f : made) cs.add(f.get(60, TimeUnit.SECONDS));
-      List<Future<Object>> res = new ArrayList<>();
-      for (int r = 0; r < N; r++) {
-        final int rank = r;
-        res.add(pool.submit(() -> {
-          try {
-            cs.get(rank).allReduce(HostTensor.of(new float[8]), ReduceOp.SUM);
-            return "returned";
-          } catch (RuntimeException e) {
-            return e;
-          }
-        }));
-      }
-      for (Future<Object> f : res) {
-        Object o = f.get(60, TimeUnit.SECONDS);
+      List<Object> res = RankGroup.runCatching(N, 60, rank -> {
+        cs.get(rank).allReduce(HostTensor.of(new float[8]), ReduceOp.SUM);
+        return "returned";
+      });
+      for (Object o : res) {
         assertInstanceOf(CommMismatchException.class, o);
         assertTrue(((Exception) o).getMessage().contains("algo="), ((Exception) o).getMessage());
       }
-      cs.forEach(Communicator::close);
-    } catch (Exception e) {
-      throw new AssertionError(e);
     } finally {
-      pool.shutdownNow();
+      cs.forEach(Communicator::close);
     }
   }
 
