@@ -17,12 +17,19 @@ import java.util.concurrent.locks.LockSupport;
  * atomically (write to a temporary name, then rename) and polls until every rank's file exists.
  * A rank deletes its file of round k-1 once it has seen all files of round k (everyone has read
  * round k-1 by then); the launcher removes the directory at the end.
+ *
+ * <p>A rank that arrives more than the timeout after a peer finds that peer's file still there, goes on
+ * to the next round and times out there, since the peer gave up. So the error says where the time
+ * went, a rank notes when it arrived that late (from the file's modification time) and names it in
+ * a later time-out.
  */
 public final class FileRendezvous implements Rendezvous {
   private final Path dir;
   private final int rank;
   private final int size;
   private long round;
+  /** Set when this rank arrived in a round more than the timeout after a peer: see the class comment. */
+  private String lateNote = "";
 
   public FileRendezvous(Path dir, int rank, int size) {
     if (size < 1 || rank < 0 || rank >= size) throw new IllegalArgumentException("rank " + rank + " of size " + size);
@@ -57,6 +64,7 @@ public final class FileRendezvous implements Rendezvous {
       } catch (AtomicMoveNotSupportedException e) {
         Files.move(tmp, file(k, rank));
       }
+      long written = System.currentTimeMillis();
       byte[][] out = new byte[size][];
       long deadline = System.nanoTime() + timeout.toNanos();
       long sleep = 20_000;
@@ -67,6 +75,7 @@ public final class FileRendezvous implements Rendezvous {
           try {
             out[r] = Files.readAllBytes(file(k, r));
             have++;
+            if (r != rank) noteIfLate(k, r, written, timeout);
           } catch (NoSuchFileException e) {
             // not there yet
           }
@@ -76,7 +85,7 @@ public final class FileRendezvous implements Rendezvous {
           StringBuilder missing = new StringBuilder();
           for (int r = 0; r < size; r++) if (out[r] == null) missing.append(missing.length() == 0 ? "" : ",").append(r);
           throw new RendezvousException("rendezvous round " + k + " in " + dir + ": rank(s) " + missing
-              + " did not arrive within " + timeout.toMillis() + " ms");
+              + " did not arrive within " + timeout.toMillis() + " ms" + lateNote);
         }
         LockSupport.parkNanos(sleep);
         sleep = Math.min(sleep * 2, 5_000_000);
@@ -85,6 +94,19 @@ public final class FileRendezvous implements Rendezvous {
       return out;
     } catch (IOException e) {
       throw new RendezvousException("rendezvous in " + dir + " failed: " + e, e);
+    }
+  }
+
+  /**
+   * Peer {@code r}'s file of round {@code k} was written more than the timeout before this rank's (the
+   * peer has given up unless it was itself held up right after its write): kept for a later time-out.
+   */
+  private void noteIfLate(long k, int r, long writtenMillis, Duration timeout) throws IOException {
+    if (!lateNote.isEmpty()) return;
+    long ahead = writtenMillis - Files.getLastModifiedTime(file(k, r)).toMillis();
+    if (ahead > timeout.toMillis()) {
+      lateNote = "; this rank arrived late: in round " + k + " it came " + ahead + " ms after rank " + r
+          + ", more than the timeout, so rank " + r + " had most likely given up";
     }
   }
 }

@@ -99,11 +99,14 @@ import java.util.concurrent.locks.LockSupport;
  *       "stale segment after crash" count can be lower; "still there after next start" and the final
  *       leak count are unaffected.</li>
  *   <li>{@code --recovery-timeout-ms}: timeout of the communicator built after the fault (default: the
- *       same as {@code --timeout-ms}); with many parallel trials on the GPU a fresh rank's CUDA start-up
- *       can be slow, which is not what the recovery check is about.</li>
+ *       same as {@code --timeout-ms}). GPU: the replacement's CUDA start-up is awaited before (it is not
+ *       what the recovery checks), but a survivor first closes its failed communicator, and the NCCL
+ *       abort in that close took up to 5.4 s with 12 trials at once and 13 s with 20 (2x H200, 32
+ *       cores); its peer meanwhile waits in the first rendezvous round.</li>
  *   <li>{@code --corrupt-max-call K}, {@code --corrupt-tail-calls T}, {@code --corrupt-max-delay-us D}: see
  *       {@code corrupt} above.</li>
  *   <li>{@code --quiet}: no line per trial (by default one, prefixed with the trial id).</li>
+ *   <li>{@code --no-vendor}: GPU communicators without the vendor (NCCL/RCCL) communicator.</li>
  * </ul>
  */
 public final class FaultInjection {
@@ -202,6 +205,8 @@ public final class FaultInjection {
     public int setupRetries;
     public int recoveries, recoveryFailures, staleAfterCrash, leftAfterRecovery, unattributedAfterRecovery, victimsAlive;
     public long maxRaiseMs;
+    /** Recovery: the longest close of a failed communicator by a surviving rank process before it (ms). */
+    public long maxSurvivorCloseMs;
     public long minRaiseMs = Long.MAX_VALUE;
     long sumRaiseMs;
     /** Pause: SIGCONT to the resumed rank's exception, max. */
@@ -248,6 +253,7 @@ public final class FaultInjection {
       unattributedAfterRecovery += t.unattributedAfterRecovery;
       victimsAlive += t.victimsAlive;
       maxRaiseMs = Math.max(maxRaiseMs, t.maxRaiseMs);
+      maxSurvivorCloseMs = Math.max(maxSurvivorCloseMs, t.maxSurvivorCloseMs);
       minRaiseMs = Math.min(minRaiseMs, t.minRaiseMs);
       sumRaiseMs += t.sumRaiseMs;
       maxResumeMs = Math.max(maxResumeMs, t.maxResumeMs);
@@ -386,9 +392,9 @@ public final class FaultInjection {
       if (k == config.trials && config.progress != null) {
         synchronized (row) {
           config.progress.printf(Locale.ROOT, "%-15s %-5s trials %d, survivors raised %d/%d (max %d ms), hangs %d, wrong %d, "
-                  + "unexpected %d, faulted rank as expected %d/%d, recovery failures %d, stale %d%n",
+                  + "unexpected %d, faulted rank as expected %d/%d, recovery failures %d (survivors' close before it: max %d ms), stale %d%n",
               row.name, row.fault.label(), row.trials, row.survivorsRaised, row.survivors, row.maxRaiseMs, row.hangs, row.wrong,
-              row.unexpected, row.victimsOk, row.faults, row.recoveryFailures, row.staleAfterCrash);
+              row.unexpected, row.victimsOk, row.faults, row.recoveryFailures, row.maxSurvivorCloseMs, row.staleAfterCrash);
           // the first problem's detail, so that a run cut short before its report still says why
           if (!row.notes.isEmpty()) config.progress.printf(Locale.ROOT, "  first of %d note(s): %s%n", row.notes.size(), row.notes.get(0));
         }
@@ -906,6 +912,8 @@ public final class FaultInjection {
         for (Worker w : ws) {
           pids.add(w.pid());
           if (!w.awaitReady(60_000)) row.notes.add(id + ": replacement worker did not start: " + w.tail());
+          // a spare's CUDA start-up is not what the recovery checks (it took > 16 s with 20 trials at once)
+          if (gpu() && !w.awaitWarm(120_000)) row.notes.add(id + ": replacement worker did not finish its CUDA start-up: " + w.tail());
         }
         Path dir2 = FileRendezvous.createDirectory();
         dirs.add(dir2);
@@ -917,6 +925,9 @@ public final class FaultInjection {
         for (int r = 0; r < n; r++) {
           Worker.Trial tr = ws[r].collect(id + ".r", deadline2);
           row.wrong += (int) tr.count("WRONG");
+          Worker.Line made = tr.first("CREATED");  // "CREATED id ok prevclose ms": a survivor's close of the failed communicator
+          String[] cw = made == null ? new String[0] : made.text().split(" ");
+          if (cw.length >= 5 && cw[3].equals("prevclose")) row.maxSurvivorCloseMs = Math.max(row.maxSurvivorCloseMs, Long.parseLong(cw[4]));
           if (tr.segment() != null) segs.add(tr.segment());
           if (!tr.done()) {
             ok = false;
@@ -978,6 +989,7 @@ public final class FaultInjection {
         case "--corrupt-tail-calls": c.corruptTailCalls = Math.max(0, Integer.parseInt(args[++i])); break;
         case "--corrupt-max-delay-us": c.corruptMaxDelayMicros = Math.max(0, Long.parseLong(args[++i])); break;
         case "--quiet": c.trialLog = null; break;
+        case "--no-vendor": System.setProperty(WorkerMain.VENDOR_PROPERTY, "false"); break;
         case "--fault": {
           List<Fault> fs = new ArrayList<>();
           for (String f : args[++i].split(",")) fs.add(Fault.valueOf(f.trim().toUpperCase(Locale.ROOT)));
@@ -1008,7 +1020,7 @@ public final class FaultInjection {
     System.err.println("usage: FaultInjection [--ranks N] [--trials T] [--timeout-ms MS] [--slack-ms MS] [--max-delay-ms MS] "
         + "[--max-elems N] [--seed S] [--backend host|gpu] [--fault kill|pause|close|corrupt|kill,pause,close,corrupt] "
         + "[--kill-after-create] [--parallel P] [--recovery-timeout-ms MS] [--pause-extra-ms MS] [--corrupt-max-call K] "
-        + "[--corrupt-tail-calls T] [--corrupt-max-delay-us D] [--quiet] [--rows allReduce_FLAT,allGather,...]");
+        + "[--corrupt-tail-calls T] [--corrupt-max-delay-us D] [--quiet] [--no-vendor] [--rows allReduce_FLAT,allGather,...]");
     System.exit(2);
   }
 }

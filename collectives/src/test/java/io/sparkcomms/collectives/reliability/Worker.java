@@ -65,6 +65,7 @@ final class Worker implements AutoCloseable {
   static Worker start() {
     ProcessBuilder pb = new ProcessBuilder(ShmProbe.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-Xss4m",
         "-D" + WorkerMain.BACKEND_PROPERTY + "=" + System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"),
+        "-D" + WorkerMain.VENDOR_PROPERTY + "=" + System.getProperty(WorkerMain.VENDOR_PROPERTY, "true"),
         "-cp", System.getProperty("java.class.path"), WorkerMain.class.getName());
     pb.redirectErrorStream(true);
     try {
@@ -181,6 +182,18 @@ final class Worker implements AutoCloseable {
     synchronized (history) {
       return history.stream().filter(l -> l.startsWith(prefix)).toList();
     }
+  }
+
+  /**
+   * GPU backend: waits (bounded) until the worker printed its WARM line, i.e. finished the CUDA
+   * start-up asked for when it was started; true if it did.
+   */
+  boolean awaitWarm(long millis) {
+    long until = System.nanoTime() + millis * 1_000_000L;
+    while (printed("WARM").isEmpty() && process.isAlive() && System.nanoTime() < until) {
+      java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
+    }
+    return !printed("WARM").isEmpty();
   }
 
   /** Lines already read and not yet consumed. */

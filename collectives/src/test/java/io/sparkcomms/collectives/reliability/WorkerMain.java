@@ -47,7 +47,7 @@ import java.util.concurrent.locks.LockSupport;
  * </pre>
  *
  * Events on stdout: {@code READY pid}, {@code SEG id path} (the segment rank 0 published),
- * {@code CREATED id}, {@code STREAM id first-call} (right before the first collective), {@code WRONG id detail},
+ * {@code CREATED id ok prevclose ms} (ms: how long this process's previous communicator close took, -1 if none), {@code STREAM id first-call} (right before the first collective), {@code WRONG id detail},
  * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
  * {@code CORRUPTED id ok at nanos calls i peer p value v} (the helper's write; nanos: System.nanoTime()
  * right before it, i: the RUN's call index then) or {@code CORRUPTED id failed: ...},
@@ -66,6 +66,9 @@ public final class WorkerMain {
   /** System property selecting the workers' backend: host (default) or gpu (device = rank % GPUs). */
   public static final String BACKEND_PROPERTY = "sparkcomms.fi.backend";
   private static final boolean GPU = "gpu".equals(System.getProperty(BACKEND_PROPERTY));
+  /** System property: "false" builds GPU communicators without the vendor (NCCL/RCCL) communicator. */
+  public static final String VENDOR_PROPERTY = "sparkcomms.fi.vendor";
+  private static final boolean VENDOR = !"false".equals(System.getProperty(VENDOR_PROPERTY));
 
   public static void main(String[] args) throws Exception {
     out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
@@ -172,11 +175,13 @@ public final class WorkerMain {
     Communicator c = null;
     Thread corrupter = null;
     long i = 0;
+    long runStart = System.nanoTime();
+    Recording rv = null;
     if (GPU) printResources(id);  // what this process still holds from earlier trials: must be nothing
     try {
       CommOptions o = CommOptions.builder().backend(GPU ? CommOptions.Backend.GPU : CommOptions.Backend.HOST).algorithm(algo)
-          .stagingBytes(staging).timeout(timeout).build();
-      Rendezvous rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
+          .stagingBytes(staging).timeout(timeout).vendor(VENDOR).build();
+      rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
       // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
       // lone rank 0 would then never create its segment, which the stale-segment tests need).
       c = GPU ? Comms.create(rv, o, rank % gpuCount()) : HostCommunicator.create(rv, o);
@@ -186,7 +191,7 @@ public final class WorkerMain {
       } finally {
         COMM_LOCK.unlock();
       }
-      out.println("CREATED " + id + " ok");
+      out.println("CREATED " + id + " ok prevclose " + lastCloseMs);
       CollectiveChecker ck = new CollectiveChecker(c, seed);
       SplittableRandom rnd = new SplittableRandom(seed);
       boolean lp = algo == Algorithm.LP;
@@ -221,14 +226,23 @@ public final class WorkerMain {
       awaitCorrupter(corrupter, id);
       if (c != null) algos(id, c);
       String m = String.valueOf(t.getMessage()).replace('\n', ' ');
-      out.println("FAIL " + id + " " + t.getClass().getSimpleName() + " after " + i + " calls: " + m);
+      // where a slow set-up spent its time: from RUN to the first rendezvous round, and the previous close
+      String timing = " [worker: first rendezvous round " + (rv == null || rv.firstEntry == 0 ? "not reached"
+          : "entered " + (rv.firstEntry - runStart) / 1_000_000 + " ms after RUN") + "; this process's previous close took "
+          + (lastCloseMs < 0 ? "-" : lastCloseMs + " ms") + "]";
+      out.println("FAIL " + id + " " + t.getClass().getSimpleName() + " after " + i + " calls: " + m + timing);
     } finally {
       if (c != null) {
         retire(c);
+        long t0 = System.nanoTime();
         c.close();
+        lastCloseMs = (System.nanoTime() - t0) / 1_000_000;
       }
     }
   }
+
+  /** How long this process's latest communicator close took (ms; -1 before the first). */
+  private static long lastCloseMs = -1;
 
   /** Ends the corrupting helper's access to {@code c}: after this it writes nothing (it would print "skipped"). */
   private static void retire(Communicator c) {
@@ -307,6 +321,8 @@ public final class WorkerMain {
     private final Rendezvous in;
     private final String id;
     private boolean reported;
+    /** System.nanoTime() when the first round began (0: not yet). */
+    volatile long firstEntry;
 
     Recording(Rendezvous in, String id) {
       this.in = in;
@@ -318,6 +334,7 @@ public final class WorkerMain {
     @Override public String describe() { return in.describe(); }
 
     @Override public byte[][] allGather(byte[] mine, Duration timeout) {
+      if (firstEntry == 0) firstEntry = System.nanoTime();
       if (!reported && in.rank() == 0) report(mine);
       byte[][] all = in.allGather(mine, timeout);
       if (!reported && in.rank() != 0) report(all[0]);
