@@ -1896,6 +1896,7 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
   const size_t cap = one ? m * bs : m * bs * (size_t)n;
   for (size_t off = 0; off < count; off += cap) {
     const size_t k = count - off < cap ? count - off : cap;
+    const int chained = off > 0;  // a later chunk of this call: overlaps the previous chunk's kernel (one-shot)
     const size_t nb = (k + bs - 1) / bs;
     const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n);
     const char* s = (const char*)send + off * es;
@@ -1903,7 +1904,7 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
 #define SC_LP_AR(DT, OP)                                                                                   \
   do {                                                                                                     \
     if (one) sc_launch(c, sc_k_lp_allreduce_oneshot<DT, OP>, blocks, c->threads, st, c->dev, c->seq,      \
-                       (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f);                        \
+                       (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f, chained);               \
     else sc_launch(c, sc_k_lp_allreduce<DT, OP>, blocks, c->threads, st, c->dev, c->seq,                  \
                    (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f);                            \
   } while (0)

@@ -44,15 +44,36 @@ struct ScLpMySlots {
 //   phase 2: out = FP32 sum of the dequantized slots 0..n-1 in rank order (AVG: / n)
 // One quantization per element (relative L2 error ~2.7% on N(0,1) instead of ~3.9% for the
 // two-shot's two). Each rank sends (n-1) * count code bytes: at 2 ranks as much as the two-shot.
+//
+// Chunk pipelining: a call larger than a slot runs as several kernels, one per chunk, and the kernel
+// of chunk i+1 (`chained`) runs its phase 1 while chunk i's kernel is in phase 2, so the NVLink
+// pushes of one overlap the HBM-bound sum of the other (CUDA PDL; on HIP, stream order runs them one
+// after the other, with the same result). Chunks smaller than the slot were measured slower (fewer
+// CTAs per kernel, a latency-bound pass each), so the slot size sets the chunk. Ordering, for the staging half H = seq % 2 that phase 1 writes:
+//   - A kernel triggers its dependents only after its barrier, so chunk i+1 (op seq) starts once
+//     every block of op seq-1 passed its barrier.
+//   - A chained kernel waits for its predecessor's completion (sc_pdl_wait) before it arrives at
+//     its own barrier. So a rank's arrival at op s means its op s-1 finished reading its half.
+//   - Our op seq-1 barrier passed => every peer arrived at op seq-1 => every peer finished op seq-2,
+//     the last reader of H. So pushing into H before our own predecessor completed is safe.
+//   - Phase 1 reads only this chunk's part of `send`, which no kernel of this call writes (chunks of
+//     `recv` are disjoint); the first chunk of a call waits for the stream's previous kernel as
+//     every kernel does, since that may have written `send`.
+//   - A peer still reaches at most op seq+1 before we pass op seq's barrier (its arrival at op
+//     seq+1 needs its op seq complete), so the PEER_AHEAD bound of sc_barrier_block holds.
 template <int DT, int OP>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_lp_allreduce_oneshot(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
-                          typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f) {
-  if (!sc_kernel_begin(c)) return;
+                          typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f,
+                          int chained) {
+  if (!sc_kernel_begin(c, !chained, false)) return;
   const int n = c.nranks, L = sc_lp_vec_lanes(bs);
   sc_lp_quantize_run<DT>(send, count, bs, ScLpEverySlot(c, seq, c.rank, slot).p, n, L, f);
-  if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1))
+  if (chained) sc_pdl_wait();  // the previous chunk's kernel completed: see above
+  if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1)) {
+    sc_pdl_launch_dependents();
     sc_lp_sum_run<DT, OP>(ScLpMySlots(c, seq, 0, slot).p, n, count, bs, recv, L, f);
+  }
 }
 
 // Allreduce, two-shot. Staging half: n reduce-scatter slots then n all-gather slots of `slot`
