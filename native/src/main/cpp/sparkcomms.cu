@@ -1894,9 +1894,13 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
   if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
   const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs));
   const size_t cap = one ? m * bs : m * bs * (size_t)n;
+  // A later chunk's kernel reads its part of `send` while the previous chunk writes its part of
+  // `recv` (sc_k_lp_allreduce_oneshot): fine in place or disjoint, not when the two partly overlap.
+  const char *sb = (const char*)send, *rb = (const char*)recv;
+  const bool partial = sb != rb && sb < rb + count * es && rb < sb + count * es;
   for (size_t off = 0; off < count; off += cap) {
     const size_t k = count - off < cap ? count - off : cap;
-    const int chained = off > 0;  // a later chunk of this call: overlaps the previous chunk's kernel (one-shot)
+    const int chained = off > 0 && !partial;  // a later chunk of this call: overlaps the previous chunk's kernel
     const size_t nb = (k + bs - 1) / bs;
     const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n);
     const char* s = (const char*)send + off * es;

@@ -75,9 +75,11 @@ SC_DEV char* sc_half(const ScDevComm& c, int r, uint64_t seq) {
 }
 
 SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
-  // Device-side copy for sc_kernel_begin of queued kernels. No fence: only later kernels of this
-  // rank read it, after a kernel boundary (stream order / PDL wait). Never reset: a failed
-  // communicator is refused by the host (err[0] stays set) until it is destroyed.
+  // Device-side copy for sc_kernel_begin of queued kernels. Never reset: a failed communicator is
+  // refused by the host (err[0] stays set) until it is destroyed. Later kernels read it after a
+  // kernel boundary (stream order / PDL wait), except a chained LP chunk kernel, which reads it
+  // without the PDL wait: for that one, the system fence at the end of this function must make the
+  // word visible before this block exits (see sc_kernel_begin). Do not drop that fence.
   *(volatile uint32_t*)&c.self->failed = 1;
   if (c.err[0] == SC_DEVERR_NONE) {
     c.err[1] = blockIdx.x;
@@ -105,7 +107,12 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
 // sc_report's system fence made `failed` visible before that exit.
 SC_DEV bool sc_kernel_begin(const ScDevComm& c, bool wait = true, bool trigger = true) {
   if (wait) sc_pdl_wait();
-  if (__syncthreads_or(threadIdx.x == 0 && *(const volatile uint32_t*)&c.self->failed)) return false;
+  if (__syncthreads_or(threadIdx.x == 0 && *(const volatile uint32_t*)&c.self->failed)) {
+    // A chained kernel that stops must still end after its predecessor: later kernels' PDL waits
+    // take "this kernel completed" to mean that every earlier one did.
+    if (!wait) sc_pdl_wait();
+    return false;
+  }
   if (trigger) sc_pdl_launch_dependents();
   return true;
 }

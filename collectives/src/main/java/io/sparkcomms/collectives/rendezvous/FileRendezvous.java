@@ -20,16 +20,17 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>A rank that arrives more than the timeout after a peer finds that peer's file still there, goes on
  * to the next round and times out there, since the peer gave up. So the error says where the time
- * went, a rank notes when it arrived that late (from the file's modification time) and names it in
- * a later time-out.
+ * went, a rank notes when it arrived that late (from the files' modification times) and names it if
+ * the next round times out.
  */
 public final class FileRendezvous implements Rendezvous {
   private final Path dir;
   private final int rank;
   private final int size;
   private long round;
-  /** Set when this rank arrived in a round more than the timeout after a peer: see the class comment. */
+  /** Set when this rank arrived in round {@link #lateRound} more than the timeout after a peer. */
   private String lateNote = "";
+  private long lateRound = -1;
 
   public FileRendezvous(Path dir, int rank, int size) {
     if (size < 1 || rank < 0 || rank >= size) throw new IllegalArgumentException("rank " + rank + " of size " + size);
@@ -64,7 +65,7 @@ public final class FileRendezvous implements Rendezvous {
       } catch (AtomicMoveNotSupportedException e) {
         Files.move(tmp, file(k, rank));
       }
-      long written = System.currentTimeMillis();
+      long written = -1;  // our file's modification time, read when first needed (same clock as the peers')
       byte[][] out = new byte[size][];
       long deadline = System.nanoTime() + timeout.toNanos();
       long sleep = 20_000;
@@ -75,7 +76,7 @@ public final class FileRendezvous implements Rendezvous {
           try {
             out[r] = Files.readAllBytes(file(k, r));
             have++;
-            if (r != rank) noteIfLate(k, r, written, timeout);
+            if (r != rank && lateRound < 0) written = noteIfLate(k, r, written, timeout);
           } catch (NoSuchFileException e) {
             // not there yet
           }
@@ -85,7 +86,7 @@ public final class FileRendezvous implements Rendezvous {
           StringBuilder missing = new StringBuilder();
           for (int r = 0; r < size; r++) if (out[r] == null) missing.append(missing.length() == 0 ? "" : ",").append(r);
           throw new RendezvousException("rendezvous round " + k + " in " + dir + ": rank(s) " + missing
-              + " did not arrive within " + timeout.toMillis() + " ms" + lateNote);
+              + " did not arrive within " + timeout.toMillis() + " ms" + (lateRound == k - 1 ? lateNote : ""));
         }
         LockSupport.parkNanos(sleep);
         sleep = Math.min(sleep * 2, 5_000_000);
@@ -99,14 +100,22 @@ public final class FileRendezvous implements Rendezvous {
 
   /**
    * Peer {@code r}'s file of round {@code k} was written more than the timeout before this rank's (the
-   * peer has given up unless it was itself held up right after its write): kept for a later time-out.
+   * peer has given up unless it was itself held up right after its write): noted for a time-out in the
+   * next round. Both times are file modification times, so they come from one clock. Best effort: a
+   * file that cannot be read is no note. Returns this rank's file time (-1 if not read).
    */
-  private void noteIfLate(long k, int r, long writtenMillis, Duration timeout) throws IOException {
-    if (!lateNote.isEmpty()) return;
-    long ahead = writtenMillis - Files.getLastModifiedTime(file(k, r)).toMillis();
-    if (ahead > timeout.toMillis()) {
-      lateNote = "; this rank arrived late: in round " + k + " it came " + ahead + " ms after rank " + r
-          + ", more than the timeout, so rank " + r + " had most likely given up";
+  private long noteIfLate(long k, int r, long mineMillis, Duration timeout) {
+    try {
+      if (mineMillis < 0) mineMillis = Files.getLastModifiedTime(file(k, rank)).toMillis();
+      long ahead = mineMillis - Files.getLastModifiedTime(file(k, r)).toMillis();
+      if (ahead > timeout.toMillis()) {
+        lateRound = k;
+        lateNote = "; this rank arrived late: in round " + k + " it came " + ahead + " ms after rank " + r
+            + ", more than the timeout, so rank " + r + " had most likely given up";
+      }
+    } catch (IOException | RuntimeException e) {
+      // no note
     }
+    return mineMillis;
   }
 }

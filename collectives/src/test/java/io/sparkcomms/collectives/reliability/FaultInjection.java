@@ -372,9 +372,10 @@ public final class FaultInjection {
             + " worker's live communicators, peer IPC mappings and device allocations (sc_live_resources); %d found any left over"
             + " (= GPU leaks).%n", gpuResidueChecks, gpuResidue));
       }
-      b.append(String.format(Locale.ROOT, "Settings: %s backend, %d ranks, faults %s, timeout %d ms (+ %d ms slack)%s, delay 0..%d ms%s, "
+      b.append(String.format(Locale.ROOT, "Settings: %s backend%s, %d ranks, faults %s, timeout %d ms (+ %d ms slack)%s, delay 0..%d ms%s, "
               + "sizes 1..%d elements, staging %d KiB, %d trial(s) at once, seed %d, wall %.1f s%n",
-          System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"), config.ranks,
+          System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"),
+          "false".equals(System.getProperty(WorkerMain.VENDOR_PROPERTY)) ? " without the vendor communicator" : "", config.ranks,
           config.faults.stream().map(Fault::label).toList(), config.timeoutMs, config.slackMs,
           config.recoveryTimeout() != config.timeoutMs ? ", recovery communicator timeout " + config.recoveryTimeout() + " ms" : "",
           config.maxKillDelayMs, config.faultAfterCreate ? " after every rank entered its first call" : "", config.maxElems,
@@ -937,6 +938,7 @@ public final class FaultInjection {
               ws[r].waitDead(5_000);
               ws[r] = startWorker();
               ws[r].awaitReady(60_000);
+              if (gpu()) ws[r].awaitWarm(120_000);
             }
           }
         }

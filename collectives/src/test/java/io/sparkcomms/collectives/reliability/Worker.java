@@ -193,7 +193,8 @@ final class Worker implements AutoCloseable {
     while (printed("WARM").isEmpty() && process.isAlive() && System.nanoTime() < until) {
       java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
     }
-    return !printed("WARM").isEmpty();
+    // "WARM ms" when it worked, "WARM failed: ..." when not
+    return printed("WARM").stream().anyMatch(l -> l.matches("WARM \\d+"));
   }
 
   /** Lines already read and not yet consumed. */
