@@ -49,7 +49,8 @@ struct ScLpMySlots {
 // of chunk i+1 (`chained`) runs its phase 1 while chunk i's kernel is in phase 2, so the NVLink
 // pushes of one overlap the HBM-bound sum of the other (CUDA PDL; on HIP, stream order runs them one
 // after the other, with the same result). Chunks smaller than the slot were measured slower (fewer
-// CTAs per kernel, a latency-bound pass each), so the slot size sets the chunk. Ordering, for the staging half H = seq % 2 that phase 1 writes:
+// CTAs per kernel, a latency-bound pass each), so the slot size sets the chunk.
+// Ordering, for the staging half H = seq % 2 that phase 1 writes:
 //   - A kernel triggers its dependents only after its barrier, so chunk i+1 (op seq) starts once
 //     every block of op seq-1 passed its barrier.
 //   - A chained kernel waits for its predecessor's completion (sc_pdl_wait) before it arrives at

@@ -100,11 +100,11 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
 // block: another block of this same kernel may set `failed` while this block's warps read it, and a
 // block whose warps split here would reach its later __syncthreads with some warps gone.
 //
-// wait = false, trigger = false: a chunk kernel chained to the previous chunk of the same call (LP
-// one-shot, lp_collectives.cuh), which starts before that kernel completed and triggers its own
-// dependents later. Its `failed` read is still current: the previous kernel triggers only after its
-// barrier, so a block of it that failed there exited instead (PDL then counts it as triggered), and
-// sc_report's system fence made `failed` visible before that exit.
+// trigger = false: the LP one-shot (lp_collectives.cuh), which triggers its dependents only after
+// its barrier. With wait = false too: a chunk kernel chained to the previous chunk of the same
+// call, which starts before that kernel completed. Its `failed` read is still current: the previous
+// kernel triggers only after its barrier, so a block of it that failed there exited instead (PDL
+// then counts it as triggered), and sc_report's system fence made `failed` visible before that exit.
 SC_DEV bool sc_kernel_begin(const ScDevComm& c, bool wait = true, bool trigger = true) {
   if (wait) sc_pdl_wait();
   if (__syncthreads_or(threadIdx.x == 0 && *(const volatile uint32_t*)&c.self->failed)) {
