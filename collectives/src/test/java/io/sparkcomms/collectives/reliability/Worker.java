@@ -26,6 +26,8 @@ final class Worker implements AutoCloseable {
   /** Every line read so far, for diagnostics. */
   final List<String> history = java.util.Collections.synchronizedList(new ArrayList<>());
   private volatile boolean ready;
+  /** The WARM answer: null before it, then whether the CUDA start-up worked. */
+  private volatile Boolean warm;
   private volatile boolean outputEnded;
   /** First CREATED / STREAM / CLOSING / CORRUPTED / FAIL / DONE line of each trial id, by "KIND id": looked up without scanning the history. */
   private final java.util.Map<String, Line> marks = new java.util.concurrent.ConcurrentHashMap<>();
@@ -40,6 +42,11 @@ final class Worker implements AutoCloseable {
           if (l.startsWith("READY")) {
             synchronized (this) {
               ready = true;
+              notifyAll();
+            }
+          } else if (l.startsWith("WARM ")) {  // "WARM ms" when the CUDA start-up worked, "WARM failed: ..." when not
+            synchronized (this) {
+              warm = l.matches("WARM \\d+");
               notifyAll();
             }
           }
@@ -188,13 +195,14 @@ final class Worker implements AutoCloseable {
    * GPU backend: waits (bounded) until the worker printed its WARM line, i.e. finished the CUDA
    * start-up asked for when it was started; true if it did.
    */
-  boolean awaitWarm(long millis) {
-    long until = System.nanoTime() + millis * 1_000_000L;
-    while (printed("WARM").isEmpty() && process.isAlive() && System.nanoTime() < until) {
-      java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
+  synchronized boolean awaitWarm(long millis) {
+    long until = System.currentTimeMillis() + millis;
+    try {
+      while (warm == null && process.isAlive() && System.currentTimeMillis() < until) wait(Math.max(1, Math.min(100, until - System.currentTimeMillis())));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
-    // "WARM ms" when it worked, "WARM failed: ..." when not
-    return printed("WARM").stream().anyMatch(l -> l.matches("WARM \\d+"));
+    return Boolean.TRUE.equals(warm);
   }
 
   /** Lines already read and not yet consumed. */

@@ -202,8 +202,7 @@ public final class WorkerMain {
           out.println("CLOSING " + id + " " + i);
           Communicator closing = c;
           c = null;
-          retire(closing);
-          closing.close();
+          retireAndClose(closing);
           out.println("CLOSED " + id + " " + i);
           algos(id, closing);
           out.println("DONE " + id + " " + i + " closed");
@@ -232,13 +231,16 @@ public final class WorkerMain {
           + (lastCloseMs < 0 ? "-" : lastCloseMs + " ms") + "]";
       out.println("FAIL " + id + " " + t.getClass().getSimpleName() + " after " + i + " calls: " + m + timing);
     } finally {
-      if (c != null) {
-        retire(c);
-        long t0 = System.nanoTime();
-        c.close();
-        lastCloseMs = (System.nanoTime() - t0) / 1_000_000;
-      }
+      if (c != null) retireAndClose(c);
     }
+  }
+
+  /** Ends the helper's access to {@code c} ({@link #retire}), then closes it, timed ({@link #lastCloseMs}). */
+  private static void retireAndClose(Communicator c) {
+    retire(c);
+    long t0 = System.nanoTime();
+    c.close();
+    lastCloseMs = (System.nanoTime() - t0) / 1_000_000;
   }
 
   /** How long this process's latest communicator close took (ms; -1 before the first). */
