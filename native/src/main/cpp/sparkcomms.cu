@@ -698,8 +698,8 @@ static int sc_vendor_close_comm(vComm vc, int rank, int device, double timeout_s
 // communicator
 // ============================================================================================
 #define SC_BLOB_MAGIC 0x53434231u  // "SCB1"
-#define SC_BLOB_VERSION 2u
-#define SC_BLOB_SETTINGS 10
+#define SC_BLOB_VERSION 3u
+#define SC_BLOB_SETTINGS 11
 
 struct ScBlob {
   uint32_t magic;
@@ -766,6 +766,7 @@ struct sc_comm {
   int lp_auto = 0;           // mask: 1 allreduce, 2 allgather, 4 reducescatter, 8 alltoall
   int lp_oneshot_max = 2;    // LP allreduce is one-shot up to this many ranks, two-shot above
   int lp_max_blocks = 0;     // CTA cap of the LP kernels (0: max_blocks)
+  int lp_threads = SC_THREADS;  // block size of the LP collective kernels (256: two CTAs fit per SM)
 };
 
 static size_t sc_env_size(const char* name, size_t dflt) {
@@ -806,6 +807,9 @@ static void sc_free_comm_memory(sc_comm* c) {
 
 // ---- low-precision defaults: arch-chosen format, RCCLX-style environment switches ----
 static bool sc_lp_block_ok(long long bs) { return bs >= 4 && bs <= 65536 && bs % 4 == 0; }
+// LP collective block sizes: the kernels' per-CTA barrier needs >= 8 threads (one per peer) and the
+// generic path whole warps; 512 is the validated default, 128 and 256 the experiment (more CTAs per SM).
+static bool sc_lp_threads_ok(long long t) { return t == 128 || t == 256 || t == SC_THREADS; }
 
 static int sc_env_flag(const char* name, int dflt) {
   const char* v = getenv(name);
@@ -842,6 +846,8 @@ static void sc_lp_defaults(sc_comm* c) {
   c->lp_oneshot_max = osm <= SC_MAX_RANKS ? (int)osm : 2;
   const size_t lpb = sc_env_size("SPARKCOMMS_LP_MAX_BLOCKS", 0);
   c->lp_max_blocks = lpb <= SC_MAX_BLOCKS ? (int)lpb : 0;
+  const size_t lpt = sc_env_size("SPARKCOMMS_LP_THREADS", SC_THREADS);
+  c->lp_threads = sc_lp_threads_ok((long long)lpt) ? (int)lpt : SC_THREADS;
   const int all = sc_env_flag("RCCL_LOW_PRECISION_ENABLE", 0);
   static const char* per[4] = {"RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
                                "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
@@ -859,7 +865,8 @@ static const char* const SC_BLOB_SETTING_NAMES[] = {
     "ll_max_bytes (SPARKCOMMS_DDA_LL_MAX_BYTES)",          "max_blocks (RCCL_DDA_MAX_BLOCKS)",
     "lp_block_size (SPARKCOMMS_LP_BLOCK_SIZE)",            "fp8_format (SPARKCOMMS_FP8_FORMAT)",
     "lp_min_bytes (SPARKCOMMS_LP_MIN_BYTES)",              "lp_auto (RCCL_LOW_PRECISION_ENABLE*)",
-    "lp_oneshot_max_ranks (SPARKCOMMS_LP_ONESHOT_MAX_RANKS)", "lp_max_blocks (SPARKCOMMS_LP_MAX_BLOCKS)"};
+    "lp_oneshot_max_ranks (SPARKCOMMS_LP_ONESHOT_MAX_RANKS)", "lp_max_blocks (SPARKCOMMS_LP_MAX_BLOCKS)",
+    "lp_threads (SPARKCOMMS_LP_THREADS)"};
 
 static_assert(sizeof(SC_BLOB_SETTING_NAMES) / sizeof(SC_BLOB_SETTING_NAMES[0]) == SC_BLOB_SETTINGS,
               "one name per blob setting");
@@ -869,7 +876,7 @@ static void sc_blob_settings(const sc_comm* c, uint64_t out[SC_BLOB_SETTINGS]) {
   const uint64_t v[SC_BLOB_SETTINGS] = {c->flat_max, c->tree_max, c->ll_max, (uint64_t)c->max_blocks,
                                         (uint64_t)c->lp_bs, (uint64_t)c->lp_fmt, c->lp_auto ? c->lp_min : 0,
                                         (uint64_t)c->lp_auto,
-                                        (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks};
+                                        (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks, (uint64_t)c->lp_threads};
   memcpy(out, v, sizeof(v));
 }
 
@@ -1210,11 +1217,14 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   } else if (!strcmp(key, "lp_max_blocks")) {
     if (value < 0 || value > SC_MAX_BLOCKS) return sc_fail(SC_ERR_INVALID_ARG, "lp_max_blocks %lld outside 0..%d", value, SC_MAX_BLOCKS);
     c->lp_max_blocks = (int)value;
+  } else if (!strcmp(key, "lp_threads")) {
+    if (!sc_lp_threads_ok(value)) return sc_fail(SC_ERR_INVALID_ARG, "lp_threads %lld: 128, 256 or %d", value, SC_THREADS);
+    c->lp_threads = (int)value;
   }
   else if (!strcmp(key, "lp_auto")) {
     if (value > 15) return sc_fail(SC_ERR_INVALID_ARG, "lp_auto %lld: a mask of 1|2|4|8", value);
     c->lp_auto = (int)value;
-  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks)", key);
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads)", key);
   return SC_OK;
 }
 
@@ -1870,8 +1880,8 @@ static int sc_lp_grid(sc_comm* c, size_t nb) {
   const size_t bs = (size_t)c->lp_bs, l = bs / 16;
   const bool vec = bs % 16 == 0 && bs <= 512 && (l & (l - 1)) == 0;
   const size_t units = nb * (vec ? l : 32);
-  if (c->lp_max_blocks <= 0) return sc_blocks_for(c, units);
-  const size_t b = (units + c->threads - 1) / c->threads;
+  if (c->lp_max_blocks <= 0) return sc_blocks_for(c, units, c->lp_threads);
+  const size_t b = (units + c->lp_threads - 1) / c->lp_threads;
   return (int)(b < 1 ? 1 : (b > (size_t)c->lp_max_blocks ? (size_t)c->lp_max_blocks : b));
 }
 
@@ -1907,9 +1917,9 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
     char* r = (char*)recv + off * es;
 #define SC_LP_AR(DT, OP)                                                                                   \
   do {                                                                                                     \
-    if (one) sc_launch(c, sc_k_lp_allreduce_oneshot<DT, OP>, blocks, c->threads, st, c->dev, c->seq,      \
+    if (one) sc_launch(c, sc_k_lp_allreduce_oneshot<DT, OP>, blocks, c->lp_threads, st, c->dev, c->seq,   \
                        (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f, chained);               \
-    else sc_launch(c, sc_k_lp_allreduce<DT, OP>, blocks, c->threads, st, c->dev, c->seq,                  \
+    else sc_launch(c, sc_k_lp_allreduce<DT, OP>, blocks, c->lp_threads, st, c->dev, c->seq,               \
                    (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, bs, slot, f);                            \
   } while (0)
     if (dtype == SC_FLOAT32) { if (op == SC_SUM) SC_LP_AR(SC_DT_F32, SC_OP_SUM); else SC_LP_AR(SC_DT_F32, SC_OP_AVG); }
@@ -1947,7 +1957,7 @@ static int sc_lp_exchange(sc_comm* c, const void* send, void* recv, size_t count
     const int blocks = sc_lp_grid(c, (k + bs - 1) / bs);
     const char* s = (const char*)send + off * es;
     char* r = (char*)recv + off * es;
-#define SC_LP_X(DT, OP) sc_launch(c, sc_k_lp_exchange<DT, OP, KIND>, blocks, c->threads, st, c->dev, c->seq, \
+#define SC_LP_X(DT, OP) sc_launch(c, sc_k_lp_exchange<DT, OP, KIND>, blocks, c->lp_threads, st, c->dev, c->seq, \
                                   (const ScType<DT>::T*)s, (ScType<DT>::T*)r, k, sstride, rstride, bs, slot, f)
     if (dtype == SC_FLOAT32) { if (op == SC_AVG) SC_LP_X(SC_DT_F32, SC_OP_AVG); else SC_LP_X(SC_DT_F32, SC_OP_SUM); }
     else { if (op == SC_AVG) SC_LP_X(SC_DT_BF16, SC_OP_AVG); else SC_LP_X(SC_DT_BF16, SC_OP_SUM); }
