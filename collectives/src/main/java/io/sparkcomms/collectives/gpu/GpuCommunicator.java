@@ -13,6 +13,8 @@ import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.Work;
+import io.sparkcomms.collectives.liveness.PeerWatch;
+import io.sparkcomms.collectives.liveness.ProcessId;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import io.sparkcomms.nativeapi.SparkCommsNative;
@@ -35,6 +37,11 @@ import org.bytedeco.javacpp.Pointer;
  *
  * <p>Unlike the host backend, ranks do not exchange call descriptors (that would cost a host
  * round-trip per call): a rank with invalid arguments raises locally and its peers' kernels time out.
+ *
+ * <p>A peer process that exits is noticed by a {@link PeerWatch} (peers whose process is visible
+ * here: same host and PID namespace): the communicator is aborted, so the ranks still waiting for it
+ * raise {@link CommAbortedException} naming it within about {@link PeerWatch#PERIOD_MILLIS} instead
+ * of at the timeout.
  */
 public final class GpuCommunicator extends AbstractCommunicator {
   private final int device;
@@ -48,6 +55,10 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Async calls whose event has not been seen complete yet; bounded, drained by synchronize(). */
   private final java.util.ArrayDeque<EventWork> pending = new java.util.ArrayDeque<>();
   private static final int MAX_PENDING = 256;
+  /** Watches the peers' processes (null: none visible from here); stopped at release. */
+  private PeerWatch.Watch peerWatch;
+  /** Why the peer watch aborted this communicator (null: it did not). */
+  private volatile String peerGone;
   /** Device scratch for host-tensor calls, grown on demand, freed at close. */
   private DeviceTensor scratchIn, scratchOut, scratchSplits;
 
@@ -107,9 +118,13 @@ public final class GpuCommunicator extends AbstractCommunicator {
         agree(rv, err, t, "initialize the vendor communicator");
         vendor = true;
       }
+      // every rank's process, for the peer watch (one more round; peers not visible here are not watched)
+      ProcessId[] peers = n > 1 ? PeerWatch.watchable(rv.allGather(ProcessId.current().encode(), t), r) : new ProcessId[0];
       stream = new Pointer((Pointer) null);
       Native.check(SparkCommsNative.sc_stream_create(stream), "sc_stream_create");
-      return new GpuCommunicator(r, n, o, device, comm, stream, vendor, lp);
+      GpuCommunicator g = new GpuCommunicator(r, n, o, device, comm, stream, vendor, lp);
+      g.peerWatch = PeerWatch.watch(peers, "rank " + r + " aborted its GPU communicator", g::abortForPeer);
+      return g;
     } catch (RuntimeException e) {
       SparkCommsNative.sc_comm_abort(comm);
       SparkCommsNative.sc_comm_destroy(comm);
@@ -266,7 +281,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       default: throw new AssertionError(c.kind());
     }
     try {
-      Native.check(st, c.kind().apiName() + "(" + c.algorithm() + ")");
+      check(st, c.kind().apiName() + "(" + c.algorithm() + ")");
     } catch (CommException e) {
       aborted = true;
       throw e;
@@ -276,8 +291,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Launches the call and waits for the stream; raises a device-side timeout or abort. */
   private void launchAndWait(CollectiveCall c, String problem) {
     launch(c, problem);
-    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
-    Native.check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
+    check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
   }
 
   private static Pointer dev(Tensor t) { return t == null ? null : ((DeviceTensor) t).pointer(); }
@@ -387,7 +402,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       pending.clear();
     }
     finishPreviousAllToAllV();
-    Native.check(SparkCommsNative.sc_comm_check(comm), "collective");
+    check(SparkCommsNative.sc_comm_check(comm), "collective");
   }
 
   /**
@@ -404,6 +419,24 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Native.check(SparkCommsNative.sc_debug_corrupt_flag(comm, peer, value), "sc_debug_corrupt_flag");
   }
 
+  /** The peer watch's callback (its thread): aborts, so that device-side waits end now. */
+  private void abortForPeer(String why) {
+    peerGone = why;
+    aborted = true;
+    SparkCommsNative.sc_comm_abort(comm);  // release() stops the watch before it destroys comm
+  }
+
+  /** Native.check, naming the exited peer when the peer watch aborted this communicator. */
+  private void check(int status, String what) {
+    try {
+      Native.check(status, what);
+    } catch (CommException e) {
+      String why = peerGone;
+      if (why != null) throw new CommAbortedException(what + ": " + why + " (" + e.getMessage() + ")");
+      throw e;
+    }
+  }
+
   @Override public void abort(String reason) {
     aborted = true;
     if (!isClosed()) SparkCommsNative.sc_comm_abort(comm);
@@ -412,6 +445,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
   @Override public boolean isAborted() { return aborted; }
 
   @Override protected void release() {
+    if (peerWatch != null) peerWatch.close();  // waits for a running check: no abort after this
     SparkCommsNative.sc_set_device(device);
     SparkCommsNative.sc_stream_synchronize(ownStream);
     if (stream != ownStream) SparkCommsNative.sc_stream_synchronize(stream);
@@ -458,7 +492,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
         done = true;
         SparkCommsNative.sc_event_destroy(event);
         try {
-          Native.check(SparkCommsNative.sc_comm_check(comm), what); // a device-side timeout or abort
+          check(SparkCommsNative.sc_comm_check(comm), what); // a device-side timeout or abort
           if (allToAllV) {
             RuntimeException p = allToAllVProblem(); // this call's verdict: the only allToAllV in flight
             if (failure == null) failure = p;

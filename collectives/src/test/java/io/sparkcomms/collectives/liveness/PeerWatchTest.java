@@ -1,0 +1,80 @@
+package io.sparkcomms.collectives.liveness;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** With real child processes: an exit is reported once and soon, a live process never, a stopped watch never. */
+class PeerWatchTest {
+  private static Process child() throws Exception {
+    return new ProcessBuilder("sleep", "60").redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+  }
+
+  private static ProcessId idOf(Process p) {
+    return new ProcessId(p.pid(), p.toHandle().info().startInstant().orElseThrow().toEpochMilli());
+  }
+
+  @Test void encodesAndDecodes() {
+    ProcessId me = ProcessId.current();
+    assertEquals(me, ProcessId.decode(me.encode()));
+    assertNull(ProcessId.decode(new byte[3]));
+    assertTrue(me.visible());
+    assertFalse(me.gone());
+  }
+
+  @Test void anExitedPeerIsReportedOnceAndSoon() throws Exception {
+    Process a = child(), b = child();
+    try {
+      ProcessId[] peers = PeerWatch.watchable(new byte[][] {ProcessId.current().encode(), idOf(a).encode(), idOf(b).encode()}, 0);
+      assertNull(peers[0], "this rank is not watched");
+      assertNotNull(peers[1]);
+      assertNotNull(peers[2]);
+      List<String> got = new CopyOnWriteArrayList<>();
+      try (PeerWatch.Watch w = PeerWatch.watch(peers, "rank 0 aborted", got::add)) {
+        Thread.sleep(3 * PeerWatch.PERIOD_MILLIS);
+        assertTrue(got.isEmpty(), "live peers reported: " + got);
+        long t0 = System.nanoTime();
+        b.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        while (got.isEmpty() && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
+        assertEquals(1, got.size(), "reported once: " + got);
+        assertTrue(got.get(0).startsWith("rank 2 (pid " + b.pid() + ") exited; rank 0 aborted"), got.get(0));
+        assertTrue(System.nanoTime() - t0 < 2_000_000_000L, "reported within 2 s");
+        a.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        Thread.sleep(3 * PeerWatch.PERIOD_MILLIS);
+        assertEquals(1, got.size(), "no second report: " + got);
+      }
+    } finally {
+      a.destroyForcibly();
+      b.destroyForcibly();
+    }
+  }
+
+  @Test void aStoppedWatchReportsNothing() throws Exception {
+    Process a = child();
+    List<String> got = new CopyOnWriteArrayList<>();
+    PeerWatch.Watch w = PeerWatch.watch(new ProcessId[] {null, idOf(a)}, "x", got::add);
+    w.close();
+    a.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    Thread.sleep(3 * PeerWatch.PERIOD_MILLIS);
+    assertTrue(got.isEmpty(), "reported after close: " + got);
+  }
+
+  @Test void peersNotVisibleHereAreNotWatched() {
+    ProcessId me = ProcessId.current();
+    ProcessId otherStart = new ProcessId(me.pid(), me.startMillis() - 1000);  // this pid, another process's start
+    ProcessId noSuchPid = new ProcessId(Integer.MAX_VALUE - 7, me.startMillis());
+    assertFalse(otherStart.visible());
+    assertFalse(noSuchPid.visible());
+    ProcessId[] w = PeerWatch.watchable(new byte[][] {new byte[0], otherStart.encode(), noSuchPid.encode(), me.encode()}, 0);
+    assertArrayEquals(new ProcessId[4], w, "nothing watchable (the last is this very process: ranks as threads)");
+    assertNull(PeerWatch.watch(w, "x", m -> {}));
+  }
+}
