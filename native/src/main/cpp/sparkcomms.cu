@@ -699,7 +699,17 @@ static int sc_vendor_close_comm(vComm vc, int rank, int device, double timeout_s
 // ============================================================================================
 #define SC_BLOB_MAGIC 0x53434231u  // "SCB1"
 #define SC_BLOB_VERSION 3u
-#define SC_BLOB_SETTINGS 11
+#define SC_BLOB_SETTINGS 13
+
+// Shape of the LP allreduce (2x H200, bench/RESULTS.md "GPU low precision"). 256-thread blocks fit
+// two CTAs per SM (the one-shot needs ~126 registers a thread), so a chained chunk's kernel runs
+// beside the previous chunk's instead of after it. A one-shot call is cut into at least
+// SC_DEFAULT_LP_CHUNKS chunks (never below SC_DEFAULT_LP_CHUNK_MIN elements, and never above what a
+// staging slot holds) so that calls of one slot or two overlap too.
+#define SC_DEFAULT_LP_THREADS 256
+#define SC_DEFAULT_LP_CHUNKS 4
+#define SC_DEFAULT_LP_CHUNK_MIN (4ull << 20)
+#define SC_MAX_LP_CHUNKS 64
 
 struct ScBlob {
   uint32_t magic;
@@ -766,7 +776,9 @@ struct sc_comm {
   int lp_auto = 0;           // mask: 1 allreduce, 2 allgather, 4 reducescatter, 8 alltoall
   int lp_oneshot_max = 2;    // LP allreduce is one-shot up to this many ranks, two-shot above
   int lp_max_blocks = 0;     // CTA cap of the LP kernels (0: max_blocks)
-  int lp_threads = SC_THREADS;  // block size of the LP collective kernels (256: two CTAs fit per SM)
+  int lp_threads = SC_DEFAULT_LP_THREADS;  // block size of the LP collective kernels (256: two CTAs per SM)
+  int lp_chunks = SC_DEFAULT_LP_CHUNKS;    // one-shot LP allreduce: at least this many chained chunks ...
+  size_t lp_chunk_min = SC_DEFAULT_LP_CHUNK_MIN;  // ... of at least this many elements each
 };
 
 static size_t sc_env_size(const char* name, size_t dflt) {
@@ -808,7 +820,7 @@ static void sc_free_comm_memory(sc_comm* c) {
 // ---- low-precision defaults: arch-chosen format, RCCLX-style environment switches ----
 static bool sc_lp_block_ok(long long bs) { return bs >= 4 && bs <= 65536 && bs % 4 == 0; }
 // LP collective block sizes: the kernels' per-CTA barrier needs >= 8 threads (one per peer) and the
-// generic path whole warps; 512 is the validated default, 128 and 256 the experiment (more CTAs per SM).
+// generic path whole warps; 256 is the default (see SC_DEFAULT_LP_THREADS), 512 and 128 are tested.
 static bool sc_lp_threads_ok(long long t) { return t == 128 || t == 256 || t == SC_THREADS; }
 
 static int sc_env_flag(const char* name, int dflt) {
@@ -846,8 +858,12 @@ static void sc_lp_defaults(sc_comm* c) {
   c->lp_oneshot_max = osm <= SC_MAX_RANKS ? (int)osm : 2;
   const size_t lpb = sc_env_size("SPARKCOMMS_LP_MAX_BLOCKS", 0);
   c->lp_max_blocks = lpb <= SC_MAX_BLOCKS ? (int)lpb : 0;
-  const size_t lpt = sc_env_size("SPARKCOMMS_LP_THREADS", SC_THREADS);
-  c->lp_threads = sc_lp_threads_ok((long long)lpt) ? (int)lpt : SC_THREADS;
+  const size_t lpt = sc_env_size("SPARKCOMMS_LP_THREADS", SC_DEFAULT_LP_THREADS);
+  c->lp_threads = sc_lp_threads_ok((long long)lpt) ? (int)lpt : SC_DEFAULT_LP_THREADS;
+  const size_t lpc = sc_env_size("SPARKCOMMS_LP_CHUNKS", SC_DEFAULT_LP_CHUNKS);
+  c->lp_chunks = lpc >= 1 && lpc <= SC_MAX_LP_CHUNKS ? (int)lpc : SC_DEFAULT_LP_CHUNKS;
+  const size_t lpcm = sc_env_size("SPARKCOMMS_LP_CHUNK_MIN", SC_DEFAULT_LP_CHUNK_MIN);
+  c->lp_chunk_min = lpcm >= 1 ? lpcm : SC_DEFAULT_LP_CHUNK_MIN;
   const int all = sc_env_flag("RCCL_LOW_PRECISION_ENABLE", 0);
   static const char* per[4] = {"RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
                                "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
@@ -866,7 +882,8 @@ static const char* const SC_BLOB_SETTING_NAMES[] = {
     "lp_block_size (SPARKCOMMS_LP_BLOCK_SIZE)",            "fp8_format (SPARKCOMMS_FP8_FORMAT)",
     "lp_min_bytes (SPARKCOMMS_LP_MIN_BYTES)",              "lp_auto (RCCL_LOW_PRECISION_ENABLE*)",
     "lp_oneshot_max_ranks (SPARKCOMMS_LP_ONESHOT_MAX_RANKS)", "lp_max_blocks (SPARKCOMMS_LP_MAX_BLOCKS)",
-    "lp_threads (SPARKCOMMS_LP_THREADS)"};
+    "lp_threads (SPARKCOMMS_LP_THREADS)",                  "lp_chunks (SPARKCOMMS_LP_CHUNKS)",
+    "lp_chunk_min (SPARKCOMMS_LP_CHUNK_MIN)"};
 
 static_assert(sizeof(SC_BLOB_SETTING_NAMES) / sizeof(SC_BLOB_SETTING_NAMES[0]) == SC_BLOB_SETTINGS,
               "one name per blob setting");
@@ -876,7 +893,8 @@ static void sc_blob_settings(const sc_comm* c, uint64_t out[SC_BLOB_SETTINGS]) {
   const uint64_t v[SC_BLOB_SETTINGS] = {c->flat_max, c->tree_max, c->ll_max, (uint64_t)c->max_blocks,
                                         (uint64_t)c->lp_bs, (uint64_t)c->lp_fmt, c->lp_auto ? c->lp_min : 0,
                                         (uint64_t)c->lp_auto,
-                                        (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks, (uint64_t)c->lp_threads};
+                                        (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks, (uint64_t)c->lp_threads,
+                                        (uint64_t)c->lp_chunks, (uint64_t)c->lp_chunk_min};
   memcpy(out, v, sizeof(v));
 }
 
@@ -1220,11 +1238,17 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   } else if (!strcmp(key, "lp_threads")) {
     if (!sc_lp_threads_ok(value)) return sc_fail(SC_ERR_INVALID_ARG, "lp_threads %lld: 128, 256 or %d", value, SC_THREADS);
     c->lp_threads = (int)value;
+  } else if (!strcmp(key, "lp_chunks")) {
+    if (value < 1 || value > SC_MAX_LP_CHUNKS) return sc_fail(SC_ERR_INVALID_ARG, "lp_chunks %lld outside 1..%d", value, SC_MAX_LP_CHUNKS);
+    c->lp_chunks = (int)value;
+  } else if (!strcmp(key, "lp_chunk_min")) {
+    if (value < 1) return sc_fail(SC_ERR_INVALID_ARG, "lp_chunk_min %lld: at least 1 element", value);
+    c->lp_chunk_min = (size_t)value;
   }
   else if (!strcmp(key, "lp_auto")) {
     if (value > 15) return sc_fail(SC_ERR_INVALID_ARG, "lp_auto %lld: a mask of 1|2|4|8", value);
     c->lp_auto = (int)value;
-  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads)", key);
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads, lp_chunks, lp_chunk_min)", key);
   return SC_OK;
 }
 
@@ -1875,14 +1899,22 @@ static size_t sc_lp_blocks_fit(sc_comm* c, size_t nslots) {
   return m;
 }
 
-// CTAs for a run operation over `nb` quantization blocks (lanes per block: lp_runs.cuh).
-static int sc_lp_grid(sc_comm* c, size_t nb) {
+// CTAs for a run operation over `nb` quantization blocks (lanes per block: lp_runs.cuh). The cap is
+// lp_max_blocks when set; else max_blocks CTAs' worth of 512-thread blocks for a kernel that runs
+// alone (a call of one chunk), and max_blocks CTAs for chained chunk kernels, which share the SMs
+// with their neighbour (measured: 256 x 256 threads is best alone, 128 x 256 when chained).
+static int sc_lp_grid(sc_comm* c, size_t nb, bool alone = false) {
   const size_t bs = (size_t)c->lp_bs, l = bs / 16;
   const bool vec = bs % 16 == 0 && bs <= 512 && (l & (l - 1)) == 0;
   const size_t units = nb * (vec ? l : 32);
-  if (c->lp_max_blocks <= 0) return sc_blocks_for(c, units, c->lp_threads);
+  size_t cap = (size_t)c->lp_max_blocks;
+  if (cap == 0) {
+    cap = (size_t)c->max_blocks;
+    if (alone) cap = cap * SC_THREADS / (size_t)c->lp_threads;
+    if (cap > SC_MAX_BLOCKS) cap = SC_MAX_BLOCKS;
+  }
   const size_t b = (units + c->lp_threads - 1) / c->lp_threads;
-  return (int)(b < 1 ? 1 : (b > (size_t)c->lp_max_blocks ? (size_t)c->lp_max_blocks : b));
+  return (int)(b < 1 ? 1 : (b > cap ? cap : b));
 }
 
 static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int op, void* stream) {
@@ -1903,7 +1935,13 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
   const size_t m = sc_lp_blocks_fit(c, one ? (size_t)n : 2 * (size_t)n);  // blocks per slot
   if (m == 0) return sc_fail(SC_ERR_UNSUPPORTED, "sc_allreduce(LP): staging half of %zu bytes cannot hold one block of %zu", c->half, bs);
   const size_t slot = sc_round16(sc_lp_run_bytes(m * bs, bs));
-  const size_t cap = one ? m * bs : m * bs * (size_t)n;
+  size_t cap = one ? m * bs : m * bs * (size_t)n;
+  if (one && c->lp_chunks > 1) {  // at least lp_chunks chunks of >= lp_chunk_min elements (whole blocks)
+    size_t want = (count + (size_t)c->lp_chunks - 1) / (size_t)c->lp_chunks;
+    if (want < c->lp_chunk_min) want = c->lp_chunk_min;
+    want = (want + bs - 1) / bs * bs;
+    if (want < cap) cap = want;
+  }
   // A later chunk's kernel reads its part of `send` while the previous chunk writes its part of
   // `recv` (sc_k_lp_allreduce_oneshot): fine in place or disjoint, not when the two partly overlap.
   const char *sb = (const char*)send, *rb = (const char*)recv;
@@ -1912,7 +1950,7 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
     const size_t k = count - off < cap ? count - off : cap;
     const int chained = off > 0 && !partial;  // a later chunk of this call: overlaps the previous chunk's kernel
     const size_t nb = (k + bs - 1) / bs;
-    const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n);
+    const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n, one && (k == count || partial));
     const char* s = (const char*)send + off * es;
     char* r = (char*)recv + off * es;
 #define SC_LP_AR(DT, OP)                                                                                   \

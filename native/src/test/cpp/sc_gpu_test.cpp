@@ -3,6 +3,7 @@
 //   sc_gpu_test [--ranks N] [--seed S] [--no-mp] [--no-sp] [--no-bench] [--bench-only]
 //               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
+//               [--lp-sweep 'opt=v,opt=v;opt=v;...']   (LP one-shot time per option set, 16 MB ..)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
 //               [--vclose] [--vclose-only] [--vclose-rounds N] [--vclose-comms K] [--vclose-a2av]
 //                                                   (vendor communicators closed at once)
@@ -769,7 +770,7 @@ static std::string human(size_t b) {
 // LP allreduce benchmark: one-shot and two-shot LP (two CTA caps for the one-shot), DDA tree and
 // NCCL, 1 MB .. max_bytes, fp32 and bf16, N(0,1) data; error columns: relative L2 error of the
 // LP output (first <= 16M elements) against a float64 sum of every rank's input.
-static void run_lp_bench(Ctx& c, size_t max_bytes, int iters) {
+static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep) {
   DevBuf s, rb;
   s.ensure(max_bytes);
   rb.ensure(max_bytes);
@@ -815,6 +816,65 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters) {
     }
     return den > 0 ? sqrt(num / den) : 0;
   };
+  if (sweep) {  // --lp-sweep: one column per option set ("k=v,k=v"; ';' between sets), 16 MB .. max, x2
+    std::vector<std::vector<std::pair<std::string, long long>>> sets;
+    std::string all = sweep;
+    for (size_t a = 0; a <= all.size();) {
+      size_t b = all.find(';', a);
+      if (b == std::string::npos) b = all.size();
+      std::vector<std::pair<std::string, long long>> set;
+      const std::string one = all.substr(a, b - a);
+      for (size_t x = 0; x < one.size();) {
+        size_t y = one.find(',', x);
+        if (y == std::string::npos) y = one.size();
+        const std::string kv = one.substr(x, y - x);
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos) die("--lp-sweep: '%s' is not opt=value", kv.c_str());
+        set.emplace_back(kv.substr(0, eq), strtoll(kv.c_str() + eq + 1, nullptr, 0));
+        x = y + 1;
+      }
+      sets.push_back(set);
+      a = b + 1;
+    }
+    if (c.rank == 0) {  // options persist from set to set: give each set every option it sweeps
+      for (size_t i = 0; i < sets.size(); ++i) {
+        printf("set %zu:", i);
+        for (auto& kv : sets[i]) printf(" %s=%lld", kv.first.c_str(), kv.second);
+        printf("\n");
+      }
+      printf("| size | dtype | nccl us |");
+      for (size_t i = 0; i < sets.size(); ++i) printf(" set %zu us |", i);
+      printf("\n|---:|---|---:|");
+      for (size_t i = 0; i < sets.size(); ++i) printf("---:|");
+      printf("\n");
+    }
+    SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));
+    for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
+      std::vector<float> v(pat);
+      uint64_t t = c.seed + 77 * (c.rank + 1);
+      for (auto& x : v) x = (float)nrand(t);
+      std::vector<unsigned char> b;
+      lp_pack(v, dt, b, in[c.rank]);
+      for (size_t off = 0; off < max_bytes; off += b.size())
+        SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
+      for (size_t bytes = (size_t)16 << 20; bytes <= max_bytes; bytes *= 2) {
+        const double nccl = c.vendor ? time_one(bytes, dt, SC_ALGO_VENDOR) : 0;
+        std::string row;
+        char cell[64];
+        for (auto& set : sets) {
+          for (auto& kv : set) SC(sc_comm_set_option(c.comm, kv.first.c_str(), kv.second));
+          const double us = time_one(bytes, dt, SC_ALGO_LP);
+          snprintf(cell, sizeof(cell), " %.1f (%.2fx) |", us, nccl > 0 ? nccl / us : 0);
+          row += cell;
+        }
+        if (c.rank == 0) printf("| %s | %s | %.1f |%s\n", human(bytes).c_str(), DT_NAME[dt], nccl, row.c_str());
+        fflush(stdout);
+      }
+    }
+    sc_event_destroy(e0);
+    sc_event_destroy(e1);
+    return;
+  }
   if (c.rank == 0)
     printf("| size | dtype | lp 1-shot us | err | lp 1-shot 256 CTAs us | lp 2-shot us | err | tree us | nccl us | "
            "1-shot vs nccl | 2-shot vs nccl | 1-shot busbw GB/s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -902,6 +962,7 @@ struct Options {
   uint64_t seed = 0;
   bool mp = true, sp = true, bench = true, correctness = true, verbose = false, sweep = false, sweep_blocks = false;
   bool lp = false, lp_only = false, lp_big = false, lp_bench = false;
+  const char* lp_sweep = nullptr;
   bool a2av = false, a2av_only = false, a2av_bench = false;
   const char* a2av_csv = nullptr;
   bool vclose = false;
@@ -1017,7 +1078,7 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
     c.log("bench: default tuning flat_max=%zu tree_max=%zu max_blocks=%d", fm, tm, mb);
     std::vector<BenchRow> rows;
     if (!o.lp_bench) run_bench(c, o.bench_max, o.iters, o.sweep, o.sweep_blocks, rows);
-    else run_lp_bench(c, o.bench_max, o.iters);
+    else run_lp_bench(c, o.bench_max, o.iters, o.lp_sweep);
     if (rank == 0 && !o.lp_bench) print_bench(rows, c.n, o.md, o.csv);
     SC(sc_comm_destroy(c.comm));
   }
@@ -1283,6 +1344,7 @@ int main(int argc, char** argv) {
     else if (a == "--lp-only") { o.lp = o.lp_only = true; o.bench = false; }
     else if (a == "--lp-big") o.lp_big = true;
     else if (a == "--lp-bench") { o.lp_bench = true; o.correctness = false; o.sp = false; }
+    else if (a == "--lp-sweep") { o.lp_sweep = next(); o.lp_bench = true; o.correctness = false; o.sp = false; }
     else if (a == "--a2av") o.a2av = true;
     else if (a == "--a2av-only") { o.a2av = o.a2av_only = true; o.bench = false; }
     else if (a == "--a2av-bench") { o.a2av_bench = o.a2av_only = true; o.bench = true; }

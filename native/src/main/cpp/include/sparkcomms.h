@@ -147,7 +147,12 @@ SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree
  * RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}=0|1, else 0),
  * "lp_oneshot_max_ranks" (LP allreduce is one-shot, one quantization, up to this many ranks and
  * two-shot above; default 2 or SPARKCOMMS_LP_ONESHOT_MAX_RANKS), "lp_max_blocks" (CTA cap of the
- * LP kernels, 0..256; 0 = "max_blocks"; default SPARKCOMMS_LP_MAX_BLOCKS or 0).
+ * LP kernels, 0..256; 0 = automatic: "max_blocks" CTAs for chained chunk kernels, as many more as
+ * smaller blocks allow, up to 256, for a call of one chunk; default SPARKCOMMS_LP_MAX_BLOCKS or 0),
+ * "lp_threads" (block size of the LP kernels: 128, 256 or 512; default 256 or SPARKCOMMS_LP_THREADS),
+ * "lp_chunks" and "lp_chunk_min" (a one-shot LP allreduce runs as at least lp_chunks chained
+ * kernels of at least lp_chunk_min elements each, 1..64 and >= 1; defaults 4 and 4194304, or
+ * SPARKCOMMS_LP_CHUNKS / SPARKCOMMS_LP_CHUNK_MIN; results do not depend on them).
  * Every LP buffer lives in the staging buffer: nothing is allocated during a collective. */
 SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
 SC_API int sc_comm_get_tuning(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks);
