@@ -767,6 +767,7 @@ struct sc_comm {
   uint64_t seq = 0;  // operations launched (one per kernel); the kernels' epochs derive from it
   gpuStream_t internal = nullptr;
   vComm vcomm = nullptr;
+  std::atomic<int> vusers{0};  // vendor calls in progress (ScVendorUse); sc_comm_abort waits for them
   bool ipc_ok = false;
   gpuIpcMemHandle_t h_staging{}, h_signal{};
   // low precision (FP8 on the wire)
@@ -820,8 +821,10 @@ static void sc_free_comm_memory(sc_comm* c) {
 // ---- low-precision defaults: arch-chosen format, RCCLX-style environment switches ----
 static bool sc_lp_block_ok(long long bs) { return bs >= 4 && bs <= 65536 && bs % 4 == 0; }
 // LP collective block sizes: the kernels' per-CTA barrier needs >= 8 threads (one per peer) and the
-// generic path whole warps; 256 is the default (see SC_DEFAULT_LP_THREADS), 512 and 128 are tested.
-static bool sc_lp_threads_ok(long long t) { return t == 128 || t == 256 || t == SC_THREADS; }
+// generic path whole warps; 256 is the default (see SC_DEFAULT_LP_THREADS), 512 is tested too. 128 ran
+// correctly but slower (2x H200, session 6), and 128-thread barrier kernels once hung
+// (bench/gpu-native-notes.md), so it is not offered.
+static bool sc_lp_threads_ok(long long t) { return t == 256 || t == SC_THREADS; }
 
 static int sc_env_flag(const char* name, int dflt) {
   const char* v = getenv(name);
@@ -863,7 +866,7 @@ static void sc_lp_defaults(sc_comm* c) {
   const size_t lpc = sc_env_size("SPARKCOMMS_LP_CHUNKS", SC_DEFAULT_LP_CHUNKS);
   c->lp_chunks = lpc >= 1 && lpc <= SC_MAX_LP_CHUNKS ? (int)lpc : SC_DEFAULT_LP_CHUNKS;
   const size_t lpcm = sc_env_size("SPARKCOMMS_LP_CHUNK_MIN", SC_DEFAULT_LP_CHUNK_MIN);
-  c->lp_chunk_min = lpcm >= 1 ? lpcm : SC_DEFAULT_LP_CHUNK_MIN;
+  c->lp_chunk_min = lpcm >= 1 && lpcm <= ((size_t)1 << 48) ? lpcm : SC_DEFAULT_LP_CHUNK_MIN;
   const int all = sc_env_flag("RCCL_LOW_PRECISION_ENABLE", 0);
   static const char* per[4] = {"RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
                                "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
@@ -1176,8 +1179,16 @@ extern "C" int sc_comm_abort(sc_comm_t c) {
   ((volatile int*)c->host_words)[16] = 1;
   c->aborted = true;
   // Taken atomically: an abort from a watchdog thread may race sc_comm_destroy's own teardown.
-  vComm vc = c->vcomm ? __atomic_exchange_n(&c->vcomm, (vComm) nullptr, __ATOMIC_ACQ_REL) : nullptr;
-  if (vc && g_vendor.h) return sc_vendor_abort_comm(vc, c->rank, 0);  // serialized, no peer wait
+  vComm vc = c->vcomm ? __atomic_exchange_n(&c->vcomm, (vComm) nullptr, __ATOMIC_SEQ_CST) : nullptr;
+  if (vc && g_vendor.h) {
+    // Vendor calls that took the communicator before the exchange finish queuing first (ScVendorUse).
+    // Bounded: a call blocked inside the vendor library (e.g. connecting to a dead peer) is what the
+    // abort must release, so after 2 s it goes ahead anyway.
+    const auto t0 = std::chrono::steady_clock::now();
+    while (c->vusers.load() > 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return sc_vendor_abort_comm(vc, c->rank, 0);  // serialized, no peer wait
+  }
   return SC_OK;
 }
 
@@ -1236,7 +1247,7 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
     if (value < 0 || value > SC_MAX_BLOCKS) return sc_fail(SC_ERR_INVALID_ARG, "lp_max_blocks %lld outside 0..%d", value, SC_MAX_BLOCKS);
     c->lp_max_blocks = (int)value;
   } else if (!strcmp(key, "lp_threads")) {
-    if (!sc_lp_threads_ok(value)) return sc_fail(SC_ERR_INVALID_ARG, "lp_threads %lld: 128, 256 or %d", value, SC_THREADS);
+    if (!sc_lp_threads_ok(value)) return sc_fail(SC_ERR_INVALID_ARG, "lp_threads %lld: 256 or %d", value, SC_THREADS);
     c->lp_threads = (int)value;
   } else if (!strcmp(key, "lp_chunks")) {
     if (value < 1 || value > SC_MAX_LP_CHUNKS) return sc_fail(SC_ERR_INVALID_ARG, "lp_chunks %lld outside 1..%d", value, SC_MAX_LP_CHUNKS);
@@ -1518,7 +1529,7 @@ static uint16_t sc_host_f2h(float f) {
   return (uint16_t)(sign | r);
 }
 
-static int sc_vendor_op(sc_comm* c, int dtype, int op, double factor, vOp* out, bool* created) {
+static int sc_vendor_op(sc_comm* c, vComm vc, int dtype, int op, double factor, vOp* out, bool* created) {
   *created = false;
   switch (op) {
     case SC_SUM: *out = 0; return SC_OK;
@@ -1536,7 +1547,7 @@ static int sc_vendor_op(sc_comm* c, int dtype, int op, double factor, vOp* out, 
       } else if (dtype == SC_FLOAT16) {
         uint16_t h = sc_host_f2h((float)factor); memcpy(scalar, &h, 2);
       } else return sc_fail(SC_ERR_UNSUPPORTED, "PREMUL_SUM on integers");
-      vResult r = g_vendor.RedOpCreatePreMulSum(out, scalar, sc_vendor_dtype(dtype), 1 /*host immediate*/, c->vcomm);
+      vResult r = g_vendor.RedOpCreatePreMulSum(out, scalar, sc_vendor_dtype(dtype), 1 /*host immediate*/, vc);
       if (r != 0) return sc_fail(SC_ERR_VENDOR, "ncclRedOpCreatePreMulSum: %s", g_vendor.GetErrorString(r));
       *created = true;
       return SC_OK;
@@ -1545,13 +1556,27 @@ static int sc_vendor_op(sc_comm* c, int dtype, int op, double factor, vOp* out, 
   return sc_fail(SC_ERR_INVALID_ARG, "unknown op %d", op);
 }
 
-static int sc_vendor_check(sc_comm* c) {
-  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
-  if (!sc_vendor_ready()) return SC_ERR_VENDOR;
-  if (!c->vcomm) return sc_fail(SC_ERR_STATE, "rank %d: vendor communicator not initialized (sc_vendor_comm_init)", c->rank);
-  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "communicator was aborted");
-  return SC_OK;
-}
+// One vendor call: counts itself in c->vusers, then takes the vendor communicator once. An abort
+// from another thread (the Java peer watch, a user's abort) first takes the communicator away, then
+// waits for the calls that still hold it before ncclCommAbort frees it: a call counted before the
+// exchange may hold the old pointer and is waited for; one counted after it reads null and fails.
+struct ScVendorUse {
+  sc_comm* c;
+  vComm vc = nullptr;
+  int rc;
+  explicit ScVendorUse(sc_comm* comm) : c(comm) {
+    if (!c) { rc = sc_fail(SC_ERR_INVALID_ARG, "communicator is null"); return; }
+    c->vusers.fetch_add(1);
+    vc = __atomic_load_n(&c->vcomm, __ATOMIC_SEQ_CST);
+    if (!sc_vendor_ready()) rc = SC_ERR_VENDOR;
+    else if (c->aborted) rc = sc_fail(SC_ERR_ABORTED, "communicator was aborted");
+    else if (!vc) rc = sc_fail(SC_ERR_STATE, "rank %d: vendor communicator not initialized (sc_vendor_comm_init)", c->rank);
+    else rc = SC_OK;
+  }
+  ~ScVendorUse() { if (c) c->vusers.fetch_sub(1); }
+  ScVendorUse(const ScVendorUse&) = delete;
+  ScVendorUse& operator=(const ScVendorUse&) = delete;
+};
 
 extern "C" int sc_vendor_comm_init(sc_comm_t c, const void* id) {
   if (!c || !id) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
@@ -1575,46 +1600,50 @@ extern "C" int sc_vendor_comm_init(sc_comm_t c, const void* id) {
 }
 
 static int sc_vendor_allreduce(sc_comm* c, const void* s, void* r, size_t n, int dtype, int op, double f, gpuStream_t st) {
-  SC_TRY(sc_vendor_check(c));
+  ScVendorUse u(c);
+  SC_TRY(u.rc);
   ScDeviceGuard g(c->device);
   if (g.rc) return g.rc;
   vOp vop;
   bool created;
-  SC_TRY(sc_vendor_op(c, dtype, op, f, &vop, &created));
-  vResult res = g_vendor.AllReduce(s, r, n, sc_vendor_dtype(dtype), vop, c->vcomm, st);
-  if (created) g_vendor.RedOpDestroy(vop, c->vcomm);
+  SC_TRY(sc_vendor_op(c, u.vc, dtype, op, f, &vop, &created));
+  vResult res = g_vendor.AllReduce(s, r, n, sc_vendor_dtype(dtype), vop, u.vc, st);
+  if (created) g_vendor.RedOpDestroy(vop, u.vc);
   if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclAllReduce: %s", g_vendor.GetErrorString(res));
   return SC_OK;
 }
 
 extern "C" int sc_vendor_allgather(sc_comm_t c, const void* s, void* r, size_t n, int dtype, void* st) {
-  SC_TRY(sc_vendor_check(c));
+  ScVendorUse u(c);
+  SC_TRY(u.rc);
   if (!sc_dtype_size(dtype)) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
   ScDeviceGuard g(c->device);
   if (g.rc) return g.rc;
-  vResult res = g_vendor.AllGather(s, r, n, sc_vendor_dtype(dtype), c->vcomm, (gpuStream_t)st);
+  vResult res = g_vendor.AllGather(s, r, n, sc_vendor_dtype(dtype), u.vc, (gpuStream_t)st);
   if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclAllGather: %s", g_vendor.GetErrorString(res));
   return SC_OK;
 }
 extern "C" int sc_vendor_reducescatter(sc_comm_t c, const void* s, void* r, size_t n, int dtype, int op, double f, void* st) {
-  SC_TRY(sc_vendor_check(c));
+  ScVendorUse u(c);
+  SC_TRY(u.rc);
   SC_TRY(sc_check_reduce_args(c, s, r, dtype, op, "sc_vendor_reducescatter"));
   ScDeviceGuard g(c->device);
   if (g.rc) return g.rc;
   vOp vop;
   bool created;
-  SC_TRY(sc_vendor_op(c, dtype, op, f, &vop, &created));
-  vResult res = g_vendor.ReduceScatter(s, r, n, sc_vendor_dtype(dtype), vop, c->vcomm, (gpuStream_t)st);
-  if (created) g_vendor.RedOpDestroy(vop, c->vcomm);
+  SC_TRY(sc_vendor_op(c, u.vc, dtype, op, f, &vop, &created));
+  vResult res = g_vendor.ReduceScatter(s, r, n, sc_vendor_dtype(dtype), vop, u.vc, (gpuStream_t)st);
+  if (created) g_vendor.RedOpDestroy(vop, u.vc);
   if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclReduceScatter: %s", g_vendor.GetErrorString(res));
   return SC_OK;
 }
 extern "C" int sc_vendor_broadcast(sc_comm_t c, const void* s, void* r, size_t n, int dtype, int root, void* st) {
-  SC_TRY(sc_vendor_check(c));
+  ScVendorUse u(c);
+  SC_TRY(u.rc);
   if (!sc_dtype_size(dtype)) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
   ScDeviceGuard g(c->device);
   if (g.rc) return g.rc;
-  vResult res = g_vendor.Broadcast(s, r, n, sc_vendor_dtype(dtype), root, c->vcomm, (gpuStream_t)st);
+  vResult res = g_vendor.Broadcast(s, r, n, sc_vendor_dtype(dtype), root, u.vc, (gpuStream_t)st);
   if (res != 0) return sc_fail(SC_ERR_VENDOR, "ncclBroadcast: %s", g_vendor.GetErrorString(res));
   return SC_OK;
 }
@@ -1624,7 +1653,8 @@ extern "C" int sc_vendor_broadcast(sc_comm_t c, const void* s, void* r, size_t n
 // synchronization sc_alltoallv avoids), then grouped send/recv of the data (packed layout).
 extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t* send_counts, void* recv,
                                    size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream) {
-  SC_TRY(sc_vendor_check(c));
+  ScVendorUse u(c);
+  SC_TRY(u.rc);
   const size_t es = sc_dtype_size(dtype);
   if (!es) return sc_fail(SC_ERR_INVALID_ARG, "unknown dtype %d", dtype);
   if (!send_counts || !recv_counts) return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: null counts");
@@ -1634,8 +1664,8 @@ extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t*
   gpuStream_t st = (gpuStream_t)stream;
   vResult res = g_vendor.GroupStart();
   for (int p = 0; p < n && res == 0; ++p) {
-    res = g_vendor.Send(send_counts + p, 1, sc_vendor_dtype(SC_INT64), p, c->vcomm, st);
-    if (res == 0) res = g_vendor.Recv(recv_counts + p, 1, sc_vendor_dtype(SC_INT64), p, c->vcomm, st);
+    res = g_vendor.Send(send_counts + p, 1, sc_vendor_dtype(SC_INT64), p, u.vc, st);
+    if (res == 0) res = g_vendor.Recv(recv_counts + p, 1, sc_vendor_dtype(SC_INT64), p, u.vc, st);
   }
   vResult res2 = g_vendor.GroupEnd();
   if (res == 0) res = res2;
@@ -1645,6 +1675,7 @@ extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t*
   if (e == gpuSuccess) e = gpuMemcpyAsync(hr, recv_counts, n * sizeof(int64_t), gpuMemcpyDeviceToHost, st);
   if (e == gpuSuccess) e = gpuStreamSynchronize(st);
   if (e != gpuSuccess) return sc_fail(SC_ERR_RUNTIME, "sc_vendor_alltoallv: counts to host: %s", gpuGetErrorString(e));
+  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "communicator was aborted");
   size_t so = 0, ro = 0, rtot = 0;
   for (int p = 0; p < n; ++p) {  // before any send/recv is queued (a partial group would hang peers)
     if (hs[p] < 0 || hr[p] < 0) return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: negative count");
@@ -1654,8 +1685,8 @@ extern "C" int sc_vendor_alltoallv(sc_comm_t c, const void* send, const int64_t*
     return sc_fail(SC_ERR_INVALID_ARG, "sc_vendor_alltoallv: %zu elements to receive, recv holds %zu", rtot, recv_capacity);
   res = g_vendor.GroupStart();
   for (int p = 0; p < n && res == 0; ++p) {
-    if (hs[p]) res = g_vendor.Send((const char*)send + so * es, (size_t)hs[p], sc_vendor_dtype(dtype), p, c->vcomm, st);
-    if (res == 0 && hr[p]) res = g_vendor.Recv((char*)recv + ro * es, (size_t)hr[p], sc_vendor_dtype(dtype), p, c->vcomm, st);
+    if (hs[p]) res = g_vendor.Send((const char*)send + so * es, (size_t)hs[p], sc_vendor_dtype(dtype), p, u.vc, st);
+    if (res == 0 && hr[p]) res = g_vendor.Recv((char*)recv + ro * es, (size_t)hr[p], sc_vendor_dtype(dtype), p, u.vc, st);
     so += (size_t)hs[p];
     ro += (size_t)hr[p];
   }
@@ -1901,8 +1932,8 @@ static size_t sc_lp_blocks_fit(sc_comm* c, size_t nslots) {
 
 // CTAs for a run operation over `nb` quantization blocks (lanes per block: lp_runs.cuh). The cap is
 // lp_max_blocks when set; else max_blocks CTAs' worth of 512-thread blocks for a kernel that runs
-// alone (a call of one chunk), and max_blocks CTAs for chained chunk kernels, which share the SMs
-// with their neighbour (measured: 256 x 256 threads is best alone, 128 x 256 when chained).
+// alone (a call of one chunk), and max_blocks CTAs for a call of several chunks, whose chained
+// kernels share the SMs (measured: 256 x 256 threads is best alone, 128 x 256 when chained).
 static int sc_lp_grid(sc_comm* c, size_t nb, bool alone = false) {
   const size_t bs = (size_t)c->lp_bs, l = bs / 16;
   const bool vec = bs % 16 == 0 && bs <= 512 && (l & (l - 1)) == 0;
@@ -1939,8 +1970,7 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
   if (one && c->lp_chunks > 1) {  // at least lp_chunks chunks of >= lp_chunk_min elements (whole blocks)
     size_t want = (count + (size_t)c->lp_chunks - 1) / (size_t)c->lp_chunks;
     if (want < c->lp_chunk_min) want = c->lp_chunk_min;
-    want = (want + bs - 1) / bs * bs;
-    if (want < cap) cap = want;
+    if (want < cap) cap = (want + bs - 1) / bs * bs;  // <= cap: cap is a multiple of bs
   }
   // A later chunk's kernel reads its part of `send` while the previous chunk writes its part of
   // `recv` (sc_k_lp_allreduce_oneshot): fine in place or disjoint, not when the two partly overlap.
@@ -1950,7 +1980,9 @@ static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t coun
     const size_t k = count - off < cap ? count - off : cap;
     const int chained = off > 0 && !partial;  // a later chunk of this call: overlaps the previous chunk's kernel
     const size_t nb = (k + bs - 1) / bs;
-    const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n, one && (k == count || partial));
+    // the grid depends only on settings and count, never on this rank's buffers (not on `partial`):
+    // every rank must launch the same grid, or block b here would pair with another block b there
+    const int blocks = sc_lp_grid(c, one ? nb : (nb + n - 1) / n, one && k == count);
     const char* s = (const char*)send + off * es;
     char* r = (char*)recv + off * es;
 #define SC_LP_AR(DT, OP)                                                                                   \

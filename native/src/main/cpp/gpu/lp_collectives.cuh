@@ -45,11 +45,11 @@ struct ScLpMySlots {
 // One quantization per element (relative L2 error ~2.7% on N(0,1) instead of ~3.9% for the
 // two-shot's two). Each rank sends (n-1) * count code bytes: at 2 ranks as much as the two-shot.
 //
-// Chunk pipelining: a call larger than a slot runs as several kernels, one per chunk, and the kernel
-// of chunk i+1 (`chained`) runs its phase 1 while chunk i's kernel is in phase 2, so the NVLink
-// pushes of one overlap the HBM-bound sum of the other (CUDA PDL; on HIP, stream order runs them one
-// after the other, with the same result). Chunks smaller than the slot were measured slower (fewer
-// CTAs per kernel, a latency-bound pass each), so the slot size sets the chunk.
+// Chunk pipelining: a large call runs as several kernels, one per chunk (at least lp_chunks chunks
+// of at least lp_chunk_min elements, none larger than a slot: sc_lp_allreduce), and the kernel of
+// chunk i+1 (`chained`) runs its phase 1 while chunk i's kernel is in phase 2, so the NVLink pushes
+// of one overlap the HBM-bound sum of the other (CUDA PDL; on HIP, stream order runs them one after
+// the other, with the same result). With 256-thread blocks two chunks' CTAs share each SM.
 // Ordering, for the staging half H = seq % 2 that phase 1 writes:
 //   - A kernel triggers its dependents only after its barrier, so chunk i+1 (op seq) starts once
 //     every block of op seq-1 passed its barrier.

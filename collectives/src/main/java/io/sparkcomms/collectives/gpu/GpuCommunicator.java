@@ -56,7 +56,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
   private final java.util.ArrayDeque<EventWork> pending = new java.util.ArrayDeque<>();
   private static final int MAX_PENDING = 256;
   /** Watches the peers' processes (null: none visible from here); stopped at release. */
-  private PeerWatch.Watch peerWatch;
+  private volatile PeerWatch.Watch peerWatch;
   /** Why the peer watch aborted this communicator (null: it did not). */
   private volatile String peerGone;
   /** Device scratch for host-tensor calls, grown on demand, freed at close. */
@@ -248,7 +248,10 @@ public final class GpuCommunicator extends AbstractCommunicator {
   }
 
   private void launch(CollectiveCall c, String problem) {
-    if (aborted) throw new CommAbortedException("communicator aborted on rank " + rank);
+    if (aborted) {
+      String why = peerGone;
+      throw new CommAbortedException("communicator aborted on rank " + rank + (why != null ? ": " + why : ""));
+    }
     if (problem != null) throw new IllegalArgumentException(problem);
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
     Pointer in = c.in() == null ? null : ((DeviceTensor) c.in()).pointer();
@@ -396,7 +399,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Blocks until every call issued so far finished; raises a device-side timeout or abort. */
   public void synchronize() {
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
-    Native.check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+    check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
     synchronized (pending) {
       pending.forEach(EventWork::poll); // all done now: releases their events; failures stay with their Work
       pending.clear();

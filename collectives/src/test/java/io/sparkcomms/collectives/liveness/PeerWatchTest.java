@@ -57,6 +57,26 @@ class PeerWatchTest {
     }
   }
 
+  /** A killed process whose parent never reaps it stays a zombie (still "alive" to ProcessHandle): gone. */
+  @Test void aZombieIsGone() throws Exception {
+    // sh starts a background sleep, prints its pid and becomes another sleep (exec), which never waits for it
+    Process parent = new ProcessBuilder("sh", "-c", "sleep 600 & echo $!; exec sleep 600").redirectErrorStream(true).start();
+    try {
+      long pid = Long.parseLong(new java.io.BufferedReader(new java.io.InputStreamReader(parent.getInputStream())).readLine().trim());
+      ProcessHandle h = ProcessHandle.of(pid).orElseThrow();
+      ProcessId id = new ProcessId(pid, h.info().startInstant().orElseThrow().toEpochMilli());
+      assertTrue(id.visible());
+      assertFalse(id.gone());
+      h.destroyForcibly();
+      long t0 = System.nanoTime();
+      while (!ProcessId.zombie(pid) && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
+      assertTrue(ProcessId.zombie(pid), "the killed child is a zombie");
+      assertTrue(id.gone(), "a zombie counts as gone");
+    } finally {
+      parent.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+  }
+
   @Test void aStoppedWatchReportsNothing() throws Exception {
     Process a = child();
     List<String> got = new CopyOnWriteArrayList<>();
