@@ -830,10 +830,10 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep)
         const std::string kv = one.substr(x, y - x);
         const size_t eq = kv.find('=');
         if (eq == std::string::npos) die("--lp-sweep: '%s' is not opt=value", kv.c_str());
-        set.emplace_back(kv.substr(0, eq), strtoll(kv.c_str() + eq + 1, nullptr, 0));
+        set.emplace_back(kv.substr(0, eq), strtoll(kv.c_str() + eq + 1, nullptr, 10));
         x = y + 1;
       }
-      sets.push_back(set);
+      if (!set.empty()) sets.push_back(set);
       a = b + 1;
     }
     if (c.rank == 0) {  // options persist from set to set: give each set every option it sweeps
@@ -848,6 +848,7 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep)
       for (size_t i = 0; i < sets.size(); ++i) printf("---:|");
       printf("\n");
     }
+    if (max_bytes < ((size_t)16 << 20)) die("--lp-sweep times 16 MB and up: --bench-max %zu is smaller", max_bytes);
     SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));
     for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
       std::vector<float> v(pat);

@@ -50,12 +50,21 @@ public final class PeerWatch {
     private synchronized void check() {
       if (stopped) return;
       for (int r = 0; r < peers.length; r++) {
-        if (peers[r] != null && peers[r].gone()) {
+        if (peers[r] != null && gone(peers[r])) {
           stopped = true;  // report once
           task.cancel(false);
           onGone.accept("rank " + r + " (pid " + peers[r].pid() + ") exited; " + what);
           return;
         }
+      }
+    }
+
+    /** A failed check is no verdict; it must not escape either (the timer would drop this watch). */
+    private static boolean gone(ProcessId p) {
+      try {
+        return p.gone();
+      } catch (RuntimeException e) {
+        return false;
       }
     }
 
