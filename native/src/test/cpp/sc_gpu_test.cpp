@@ -816,6 +816,19 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep)
     }
     return den > 0 ? sqrt(num / den) : 0;
   };
+  // every rank's N(0,1) pattern as the device sees it (bf16-rounded for bf16) into in[], this rank's tiled into s
+  auto load_inputs = [&](int dt) {
+    for (int q = 0; q < c.n; ++q) {
+      std::vector<float> v(pat);
+      uint64_t t = c.seed + 77 * (q + 1);
+      for (auto& x : v) x = (float)nrand(t);
+      std::vector<unsigned char> b;
+      lp_pack(v, dt, b, in[q]);
+      if (q == c.rank)
+        for (size_t off = 0; off < max_bytes; off += b.size())
+          SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
+    }
+  };
   if (sweep) {  // --lp-sweep: one column per option set ("k=v,k=v"; ';' between sets), 16 MB .. max, x2
     std::vector<std::vector<std::pair<std::string, long long>>> sets;
     std::string all = sweep;
@@ -851,13 +864,7 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep)
     if (max_bytes < ((size_t)16 << 20)) die("--lp-sweep times 16 MB and up: --bench-max %zu is smaller", max_bytes);
     SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));
     for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
-      std::vector<float> v(pat);
-      uint64_t t = c.seed + 77 * (c.rank + 1);
-      for (auto& x : v) x = (float)nrand(t);
-      std::vector<unsigned char> b;
-      lp_pack(v, dt, b, in[c.rank]);
-      for (size_t off = 0; off < max_bytes; off += b.size())
-        SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
+      load_inputs(dt);
       for (size_t bytes = (size_t)16 << 20; bytes <= max_bytes; bytes *= 2) {
         const double nccl = c.vendor ? time_one(bytes, dt, SC_ALGO_VENDOR) : 0;
         std::string row;
@@ -880,16 +887,7 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep)
     printf("| size | dtype | lp 1-shot us | err | lp 1-shot 256 CTAs us | lp 2-shot us | err | tree us | nccl us | "
            "1-shot vs nccl | 2-shot vs nccl | 1-shot busbw GB/s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
-    for (int q = 0; q < c.n; ++q) {  // N(0,1) patterns of every rank, bf16-rounded for bf16
-      std::vector<float> v(pat);
-      uint64_t t = c.seed + 77 * (q + 1);
-      for (auto& x : v) x = (float)nrand(t);
-      std::vector<unsigned char> b;
-      lp_pack(v, dt, b, in[q]);
-      if (q == c.rank)
-        for (size_t off = 0; off < max_bytes; off += b.size())
-          SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
-    }
+    load_inputs(dt);
     for (size_t bytes = (size_t)1 << 20; bytes <= max_bytes; bytes *= 4) {
       SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));
       const double lp1 = time_one(bytes, dt, SC_ALGO_LP);
