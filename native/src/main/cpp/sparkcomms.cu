@@ -761,7 +761,7 @@ struct sc_comm {
   ScDevComm dev{};
   size_t flat_max = 0, tree_max = 0, ll_max = 0;
   int max_blocks = 0;
-  int threads = SC_THREADS, ll_threads = SC_THREADS;  // block sizes (<= SC_THREADS)
+  int threads = SC_THREADS, ll_threads = SC_THREADS;  // block sizes (<= SC_THREADS; ll_threads set in create)
   bool pdl = true;    // programmatic dependent launch (CUDA, sm_90+)
   gpuError_t launch_err = gpuSuccess;  // result of the last sc_launch
   uint64_t seq = 0;  // operations launched (one per kernel); the kernels' epochs derive from it
@@ -798,6 +798,12 @@ static size_t sc_env_size(const char* name, size_t dflt) {
 #define SC_DEFAULT_FLAT_MAX_2 (4ull << 20)
 #define SC_DEFAULT_FLAT_MAX_4 (512ull << 10)
 #define SC_DEFAULT_FLAT_MAX_8 (256ull << 10)
+// LL: 64-thread blocks (one block per 64 units of 16 B, so 8 KB runs on 8 SMs instead of one; 2x H200
+// session 7: 8 KB 3.65 -> 3.11 us, 64 KB 4.27 -> 3.68, 128 KB 5.00 -> 4.12), used up to 128 KB at 2
+// ranks (barrier-flat 4.96 us there, 5.16 vs LL 5.91 at 256 KB). Above 2 ranks LL sends 2x the bytes
+// to n-1 peers, so it keeps the smaller limit until it is measured there.
+#define SC_DEFAULT_LL_THREADS 64
+#define SC_DEFAULT_LL_MAX_2 (128ull << 10)
 #define SC_DEFAULT_LL_MAX (64ull << 10)
 #define SC_DEFAULT_TREE_MAX (128ull << 20)
 #define SC_DEFAULT_MAX_BLOCKS 128
@@ -928,7 +934,9 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
   c->timeout_s = timeout_seconds > 0 ? timeout_seconds : 300.0;
   c->flat_max = sc_env_size("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES",
                              nranks <= 2 ? SC_DEFAULT_FLAT_MAX_2 : nranks <= 4 ? SC_DEFAULT_FLAT_MAX_4 : SC_DEFAULT_FLAT_MAX_8);
-  c->ll_max = sc_env_size("SPARKCOMMS_DDA_LL_MAX_BYTES", SC_DEFAULT_LL_MAX);
+  c->ll_max = sc_env_size("SPARKCOMMS_DDA_LL_MAX_BYTES", nranks <= 2 ? SC_DEFAULT_LL_MAX_2 : SC_DEFAULT_LL_MAX);
+  const size_t llt = sc_env_size("SPARKCOMMS_DDA_LL_THREADS", SC_DEFAULT_LL_THREADS);
+  c->ll_threads = llt >= 32 && llt <= SC_THREADS && llt % 32 == 0 ? (int)llt : SC_DEFAULT_LL_THREADS;
   c->pdl = sc_env_size("SPARKCOMMS_PDL", 1) != 0;
   c->tree_max = sc_env_size("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", SC_DEFAULT_TREE_MAX);
   c->max_blocks = (int)sc_env_size("RCCL_DDA_MAX_BLOCKS", SC_DEFAULT_MAX_BLOCKS);

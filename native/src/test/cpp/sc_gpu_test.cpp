@@ -639,7 +639,8 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
   int d_blocks;
   SC(sc_comm_get_tuning(c.comm, &d_flat, &d_tree, &d_blocks));
   auto set_ll = [&](long long v) { SC(sc_comm_set_option(c.comm, "ll_max_bytes", v)); };
-  const long long d_ll = 64 << 10;  // library default (SC_DEFAULT_LL_MAX)
+  // library defaults (SC_DEFAULT_LL_MAX_2 / SC_DEFAULT_LL_MAX, SC_DEFAULT_LL_THREADS)
+  const long long d_ll = c.n <= 2 ? 128 << 10 : 64 << 10, d_llt = 64;
   auto time_one = [&](size_t bytes, int dt, int algo) -> double {
     const size_t count = bytes / DT_SIZE[dt];
     const int warm = 10;
@@ -664,33 +665,28 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
     for (int q = 0; q < n; ++q) mx = std::max(mx, all[q]);
     return mx;  // slowest rank
   };
-  // Block-count sweep (fp32): tree and barrier-flat at bandwidth sizes, LL at latency sizes.
-  if (sweep) {  // block sizes: LL at latency sizes, barrier-flat / tree at bandwidth sizes
-    set_ll(1ll << 40);
-    for (int th : {64, 128, 256, 512}) {
-      SC(sc_comm_set_option(c.comm, "ll_threads", th));
-      for (size_t bytes : {(size_t)8 << 10, (size_t)32 << 10, (size_t)64 << 10, (size_t)128 << 10}) {
-        double t = time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT);
-        if (c.rank == 0) printf("[sweep] ll   ll_threads %3d %9zu B fp32 %8.2f us\n", th, bytes, t);
-      }
-    }
-    SC(sc_comm_set_option(c.comm, "ll_threads", 512));
-    set_ll(0);
-    for (int th : {128, 256, 512}) {
-      for (int mb : {128, 256}) {
-        SC(sc_comm_set_option(c.comm, "threads", th));
-        SC(sc_comm_set_option(c.comm, "max_blocks", mb));
-        for (size_t bytes : {(size_t)256 << 10, (size_t)1 << 20, (size_t)4 << 20}) {
-          double t = time_one(bytes, SC_FLOAT32, SC_ALGO_FLAT);
-          if (c.rank == 0) printf("[sweep] flat threads %3d blocks %3d %9zu B fp32 %8.2f us\n", th, mb, bytes, t);
-        }
-        for (size_t bytes : {(size_t)16 << 20, (size_t)64 << 20}) {
-          double t = time_one(bytes, SC_FLOAT32, SC_ALGO_TREE);
-          if (c.rank == 0) printf("[sweep] tree threads %3d blocks %3d %9zu B fp32 %8.2f us\n", th, mb, bytes, t);
+  if (sweep) {  // LL block size x block cap at latency sizes, against barrier-flat (fp32, then bf16)
+    const size_t sizes[] = {(size_t)1 << 10, (size_t)8 << 10, (size_t)32 << 10, (size_t)64 << 10,
+                            (size_t)128 << 10, (size_t)256 << 10, (size_t)512 << 10};
+    for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
+      const char* dn = dt == SC_FLOAT32 ? "fp32" : "bf16";
+      for (size_t bytes : sizes) {
+        if (bytes > max_bytes) continue;
+        set_ll(0);
+        const double tf = time_one(bytes, dt, SC_ALGO_FLAT);
+        if (c.rank == 0) printf("[sweep] %s %7zu B barrier-flat               %8.2f us\n", dn, bytes, tf);
+        set_ll(1ll << 40);
+        for (int th : {32, 64, 128, 512}) {
+          for (int mb : {128, 256}) {
+            SC(sc_comm_set_option(c.comm, "ll_threads", th));
+            SC(sc_comm_set_option(c.comm, "max_blocks", mb));
+            const double t = time_one(bytes, dt, SC_ALGO_FLAT);
+            if (c.rank == 0) printf("[sweep] %s %7zu B ll threads %3d blocks %3d %8.2f us\n", dn, bytes, th, mb, t);
+          }
         }
       }
     }
-    SC(sc_comm_set_option(c.comm, "threads", 512));
+    SC(sc_comm_set_option(c.comm, "ll_threads", d_llt));
     SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
     set_ll(d_ll);
   }
