@@ -799,7 +799,7 @@ static size_t sc_env_size(const char* name, size_t dflt) {
 #define SC_DEFAULT_FLAT_MAX_4 (512ull << 10)
 #define SC_DEFAULT_FLAT_MAX_8 (256ull << 10)
 // LL: 64-thread blocks (one block per 64 units of 16 B, so 8 KB runs on 8 SMs instead of one; 2x H200
-// session 7: 8 KB 3.65 -> 3.11 us, 64 KB 4.27 -> 3.68, 128 KB 5.00 -> 4.12), used up to 128 KB at 2
+// session 7: 8 KB 3.67 -> 3.11 us, 64 KB 4.27 -> 3.68, 128 KB 5.00 -> 4.12), used up to 128 KB at 2
 // ranks (barrier-flat 4.96 us there, 5.16 vs LL 5.91 at 256 KB). Above 2 ranks LL sends 2x the bytes
 // to n-1 peers, so it keeps the smaller limit until it is measured there.
 #define SC_DEFAULT_LL_THREADS 64

@@ -483,6 +483,22 @@ static void run_correctness(Ctx& c, size_t staging) {
     run_case("broadcast", dt, -1, -1, 1023, 1, n - 1);
     c.log("%s done: %d passed, %d failed so far (%.1f s)", DT_NAME[dt], c.passes, c.fails, now_s() - t0);
   }
+  // LL shapes: at and around the LL limit (128 KB at 2 ranks, 64 KB above), then ranks with different
+  // LL block sizes (allowed: where an LL kernel puts each element does not depend on its grid), rank
+  // 0's small enough that its threads loop (grid stride 2 at 128 blocks).
+  {
+    const size_t ll_max = n <= 2 ? (size_t)128 << 10 : (size_t)64 << 10;
+    for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
+      const size_t at = ll_max / DT_SIZE[dt];
+      for (size_t cnt : {at - 3, at, at + 1}) run_case("allreduce", dt, SC_SUM, SC_ALGO_FLAT, cnt, 0, 0);
+    }
+    SC(sc_comm_set_option(c.comm, "ll_threads", r == 0 ? 32 : 96));
+    for (int dt : {SC_FLOAT32, SC_BFLOAT16, SC_FLOAT16})
+      for (int op : {SC_SUM, SC_MAX, SC_AVG}) run_case("allreduce", dt, op, SC_ALGO_FLAT, ll_max / DT_SIZE[dt] - 5, 1, 0);
+    SC(sc_comm_set_option(c.comm, "ll_threads", 64));  // the library default (SC_DEFAULT_LL_THREADS)
+    c.log("LL shapes done: %d passed, %d failed so far", c.passes, c.fails);
+  }
+
   // Error paths: LP on fp16 (LP takes fp32 / bf16) and PREMUL on ints.
   if (sc_allreduce(c.comm, dsend.p, drecv.p, 16, SC_FLOAT16, SC_SUM, 1.0, SC_ALGO_LP, c.stream) != SC_ERR_UNSUPPORTED)
     c.fail("algo LP on fp16 should return SC_ERR_UNSUPPORTED");
@@ -673,6 +689,7 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
       for (size_t bytes : sizes) {
         if (bytes > max_bytes) continue;
         set_ll(0);
+        SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
         const double tf = time_one(bytes, dt, SC_ALGO_FLAT);
         if (c.rank == 0) printf("[sweep] %s %7zu B barrier-flat               %8.2f us\n", dn, bytes, tf);
         set_ll(1ll << 40);

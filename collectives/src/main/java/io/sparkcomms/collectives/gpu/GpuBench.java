@@ -195,13 +195,13 @@ public final class GpuBench {
     g.synchronize();
     double estUs = (System.nanoTime() - t0) / 1e3 / 5;
     // ~50 ms of device time (10..500 calls), and no more than the device-side delay can cover at
-    // twice the host's launch time per call: the host must finish queueing before the delay ends,
-    // else the device waits for launches and the host's speed is what gets timed
-    double perCall = Math.max(5, 2 * hostUs);
-    int iters = (int) Math.max(10, Math.min(Math.min(500, 50_000 / Math.max(estUs, 1)), (MAX_DELAY_US - 500) / perCall));
-    // all ranks agree on the iteration count and the delay: the max over ranks
-    iters = (int) maxOverRanks(g, iters);
-    double delayUs = Math.min(MAX_DELAY_US, maxOverRanks(g, iters * perCall + 500));
+    // twice the slowest rank's launch time per call: every host must finish queueing before the
+    // delay ends, else its device waits for launches and the host's speed is what gets timed. All
+    // ranks agree (max over ranks) on the time per call first, then on the count, then cap it.
+    double perCall = maxOverRanks(g, Math.max(5, 2 * hostUs));
+    int iters = (int) maxOverRanks(g, Math.max(10, Math.min(500, 50_000 / Math.max(estUs, 1))));
+    iters = (int) Math.max(10, Math.min(iters, (MAX_DELAY_US - 500) / perCall));
+    double delayUs = Math.min(MAX_DELAY_US, iters * perCall + 500);
     int runs = bytes <= REPEAT_MAX_BYTES ? REPEATS : 1;
     double[][] r = new double[runs][];
     for (int k = 0; k < runs; k++) r[k] = timedRun(g, in, out, algo, iters, delayUs);

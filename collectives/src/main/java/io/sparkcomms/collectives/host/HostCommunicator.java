@@ -14,6 +14,8 @@ import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
+import io.sparkcomms.collectives.liveness.PeerWatch;
+import io.sparkcomms.collectives.liveness.ProcessId;
 import io.sparkcomms.collectives.lp.BlockQuantizer;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import java.nio.ByteBuffer;
@@ -48,10 +50,10 @@ public final class HostCommunicator extends AbstractCommunicator {
   private long seq;
   private volatile boolean aborted;
 
-  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, long[] pids) {
+  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched) {
     super(rank, size, o);
     this.seg = seg;
-    this.signals = new ShmSignals(seg, rank, o.timeout(), pids);
+    this.signals = new ShmSignals(seg, rank, o.timeout(), watched);
     this.staging = (int) seg.stagingBytes();
     this.inputs = new ByteBuffer[size];
     this.results = new ByteBuffer[size];
@@ -75,7 +77,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     int r = rv.rank();
     if (n > ShmSegment.MAX_RANKS) throw new IllegalArgumentException("host backend supports up to " + ShmSegment.MAX_RANKS + " ranks, got " + n);
     long s = o.stagingBytes();
-    long pid = ProcessHandle.current().pid();
+    ProcessId me = ProcessId.current();
     ShmSegment seg = null;
     String err = null;
     if (r == 0) {
@@ -86,15 +88,27 @@ public final class HostCommunicator extends AbstractCommunicator {
       }
     }
     try {
-      String mine = pid + "\n" + (r != 0 ? "" : seg != null ? "OK " + seg.path() : "ERR " + err);
+      // "pid start pid-namespace\n" + rank 0's segment path (or its error)
+      String mine = me.pid() + " " + me.startMillis() + " " + me.pidNamespace() + "\n"
+          + (r != 0 ? "" : seg != null ? "OK " + seg.path() : "ERR " + err);
       byte[][] all = rv.allGather(mine.getBytes(StandardCharsets.UTF_8), o.timeout());
-      long[] pids = new long[n];
+      ProcessId[] ids = new ProcessId[n];
       String rank0 = null;
       for (int p = 0; p < n; p++) {
-        String[] parts = new String(all[p], StandardCharsets.UTF_8).split("\n", 2);
-        pids[p] = Long.parseLong(parts[0]);
-        if (p == 0) rank0 = parts[1];
+        String msg = new String(all[p], StandardCharsets.UTF_8);
+        try {
+          String[] parts = msg.split("\n", 2);
+          String[] id = parts[0].split(" ");
+          ids[p] = new ProcessId(Long.parseLong(id[0]), Long.parseLong(id[1]), Long.parseLong(id[2]));
+          if (p == 0) rank0 = parts[1];
+        } catch (RuntimeException e) {
+          throw new CommException("rank " + p + " sent an unreadable greeting (another sparkcomms version?): '"
+              + msg.substring(0, Math.min(80, msg.length())) + "'");
+        }
       }
+      // every rank just answered, so each was alive a moment ago: judge now which peers this process
+      // can watch (one that dies from here on is then noticed by the barriers' liveness check)
+      ProcessId[] watched = PeerWatch.watchable(ids, r);
       if (rank0.startsWith("ERR ")) throw new CommException("rank 0 could not create the shared-memory segment: " + rank0.substring(4));
       if (r != 0) {
         try {
@@ -108,7 +122,7 @@ public final class HostCommunicator extends AbstractCommunicator {
         String st = new String(status[p], StandardCharsets.UTF_8);
         if (st.startsWith("ERR ")) throw new CommException("rank " + p + " could not map the shared-memory segment: " + st.substring(4));
       }
-      return new HostCommunicator(r, n, o, seg, pids);
+      return new HostCommunicator(r, n, o, seg, watched);
     } catch (RuntimeException e) {
       if (seg != null) seg.close();
       throw e;

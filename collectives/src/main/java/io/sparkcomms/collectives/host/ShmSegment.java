@@ -1,5 +1,6 @@
 package io.sparkcomms.collectives.host;
 
+import io.sparkcomms.collectives.liveness.ProcessId;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.invoke.MethodHandles;
@@ -18,10 +19,8 @@ import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
-import java.time.Instant;
 import java.util.EnumSet;
 import java.util.HexFormat;
-import java.util.Optional;
 
 /**
  * The shared-memory segment of one host communicator: a file in /dev/shm mapped by every rank.
@@ -106,9 +105,9 @@ final class ShmSegment implements AutoCloseable {
     byte[] token = new byte[16];
     new SecureRandom().nextBytes(token);
     Path p = baseDirectory().resolve("sparkcomms-" + HexFormat.of().formatHex(token));
-    ProcessHandle me = ProcessHandle.current();
+    ProcessId me = ProcessId.current();
     ByteBuffer creator = ByteBuffer.allocate(16).order(ByteOrder.nativeOrder())
-        .putLong(me.pid()).putLong(me.info().startInstant().map(Instant::toEpochMilli).orElse(0L)).flip();
+        .putLong(me.pid()).putLong(Math.max(0, me.startMillis())).flip();  // start 0: unknown
     try (FileChannel ch = FileChannel.open(p, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
         StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
       // first of all, who created it: a creator killed during the rest of the set-up leaves a file that the
@@ -194,11 +193,9 @@ final class ShmSegment implements AutoCloseable {
     }
     long pid = h.position() == h.capacity() ? h.getLong(CREATOR_PID) : 0;
     if (pid <= 0) return ageMillis > UNATTRIBUTED_STALE_MILLIS;
-    Optional<ProcessHandle> creator = ProcessHandle.of(pid);
-    if (creator.isEmpty() || !creator.get().isAlive()) return true;
-    long start = h.getLong(CREATOR_START);
-    Optional<Instant> actual = creator.get().info().startInstant();
-    return start != 0 && actual.isPresent() && Math.abs(actual.get().toEpochMilli() - start) > 1000; // pid reused
+    long start = h.getLong(CREATOR_START);  // 0: unknown
+    // exited, a zombie, or its pid reused; never "gone" while this process cannot read /proc
+    return new ProcessId(pid, start == 0 ? -1 : start).gone(ProcessId.START_TOLERANCE_MILLIS);
   }
 
   Path path() { return path; }

@@ -3,8 +3,9 @@ package io.sparkcomms.collectives.host;
 import io.sparkcomms.collectives.CommAbortedException;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommTimeoutException;
+import io.sparkcomms.collectives.liveness.PeerWatch;
+import io.sparkcomms.collectives.liveness.ProcessId;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -22,7 +23,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Every wait is bounded: it gives up after the communicator's timeout (aborting the communicator so
  * the other ranks stop waiting too), stops as soon as any rank aborted, when the awaited peer closed its
  * communicator, or when the waiting thread is interrupted, and checks every {@link #LIVENESS_NANOS}
- * that the awaited peer's process still exists.
+ * that the awaited peer's process still exists (peers whose process is visible here: same PID
+ * namespace, see {@link PeerWatch#watchable}; a zombie counts as exited).
  *
  * <p>A peer's slot can only hold e-1, e or e+1 while this rank waits at epoch e (the peer cannot pass
  * barrier e+1 before this rank arrives there); any other value means the shared flags were corrupted,
@@ -37,16 +39,15 @@ final class ShmSignals {
   private final int rank;
   private final int ranks;
   private final long timeoutNanos;
-  private final long[] peerPids;
-  private final long myPid = ProcessHandle.current().pid();
+  private final ProcessId[] watched;  // by rank; null: not judged (this process, or not visible here)
   private long epoch;
 
-  ShmSignals(ShmSegment seg, int rank, Duration timeout, long[] peerPids) {
+  ShmSignals(ShmSegment seg, int rank, Duration timeout, ProcessId[] watched) {
     this.seg = seg;
     this.rank = rank;
     this.ranks = seg.ranks();
     this.timeoutNanos = timeout.toNanos();
-    this.peerPids = peerPids;
+    this.watched = watched.clone();
   }
 
   long epoch() { return epoch; }
@@ -95,7 +96,9 @@ final class ShmSignals {
         seg.abort(rank, msg);
         throw new CommTimeoutException(msg);
       }
-      if (now - nextLiveness > 0) {
+      if (nextLiveness == 0) {
+        nextLiveness = now + LIVENESS_NANOS;  // the first check one period into the slow wait (a check reads /proc)
+      } else if (now - nextLiveness > 0) {
         nextLiveness = now + LIVENESS_NANOS;
         checkAlive(peer, what);
       }
@@ -112,11 +115,9 @@ final class ShmSignals {
   }
 
   private void checkAlive(int peer, String what) {
-    long pid = peerPids[peer];
-    if (pid == myPid || pid <= 0) return;
-    Optional<ProcessHandle> h = ProcessHandle.of(pid);
-    if (h.isEmpty() || !h.get().isAlive()) {
-      String msg = "rank " + peer + " (pid " + pid + ") exited during " + what;
+    ProcessId p = watched[peer];
+    if (p != null && PeerWatch.exited(p)) {
+      String msg = "rank " + peer + " (pid " + p.pid() + ") exited during " + what;
       seg.abort(rank, msg);
       throw new CommAbortedException("communicator aborted: rank " + rank + ": " + msg);
     }

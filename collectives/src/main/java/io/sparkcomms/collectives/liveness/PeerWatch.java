@@ -50,7 +50,7 @@ public final class PeerWatch {
     private synchronized void check() {
       if (stopped) return;
       for (int r = 0; r < peers.length; r++) {
-        if (peers[r] != null && gone(peers[r])) {
+        if (peers[r] != null && exited(peers[r])) {
           stopped = true;  // report once
           task.cancel(false);
           onGone.accept("rank " + r + " (pid " + peers[r].pid() + ") exited; " + what);
@@ -59,14 +59,6 @@ public final class PeerWatch {
       }
     }
 
-    /** A failed check is no verdict; it must not escape either (the timer would drop this watch). */
-    private static boolean gone(ProcessId p) {
-      try {
-        return p.gone();
-      } catch (RuntimeException e) {
-        return false;
-      }
-    }
 
     /** Stops the watch; waits for a check (and its callback) that is running now. */
     @Override public synchronized void close() {
@@ -91,12 +83,36 @@ public final class PeerWatch {
     return w;
   }
 
+  /**
+   * {@link ProcessId#gone()}, where a check that fails is no verdict (false) and does not escape: a
+   * timer task that throws is dropped, and a barrier must not fail on a check that could not be made.
+   */
+  public static boolean exited(ProcessId p) {
+    try {
+      return p.gone();
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
   /** The peers of {@code all} (everyone's {@link ProcessId#encode()}, by rank) that can be watched from here. */
   public static ProcessId[] watchable(byte[][] all, int self) {
+    ProcessId[] ids = new ProcessId[all.length];
+    for (int r = 0; r < all.length; r++) ids[r] = ProcessId.decode(all[r]);
+    return watchable(ids, self);
+  }
+
+  /**
+   * The peers of {@code all} (by rank; null = unknown) that can be watched from here, as this JVM sees
+   * them ({@link ProcessId#seenHere()}); null for this rank, this very process (ranks as threads) and
+   * peers not visible here. Call it while every peer is known to be alive (right after they answered).
+   */
+  public static ProcessId[] watchable(ProcessId[] all, int self) {
     ProcessId[] out = new ProcessId[all.length];
+    long me = ProcessHandle.current().pid();
     for (int r = 0; r < all.length; r++) {
-      ProcessId p = r == self ? null : ProcessId.decode(all[r]);
-      out[r] = p != null && p.visible() && p.pid() != ProcessHandle.current().pid() ? p : null;
+      ProcessId p = all[r];
+      out[r] = r != self && p != null && p.pid() != me ? p.seenHere() : null;
     }
     return out;
   }

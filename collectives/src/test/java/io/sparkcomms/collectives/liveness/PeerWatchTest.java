@@ -30,6 +30,27 @@ class PeerWatchTest {
     assertFalse(me.gone());
   }
 
+  /** A start time recorded by another JVM may be off by up to 1 s; the watched id carries this JVM's view. */
+  @Test void seenHereToleratesAnotherJvmsStartTimeAndKeepsItsOwn() throws Exception {
+    Process a = child();
+    try {
+      ProcessId exact = idOf(a);
+      ProcessId near = new ProcessId(exact.pid(), exact.startMillis() - 700);
+      assertEquals(exact, near.seenHere(), "the local view, exact start time");
+      assertTrue(near.visible());
+      assertNull(new ProcessId(exact.pid(), exact.startMillis() - 60_000).seenHere(), "another process with this pid");
+      assertNull(new ProcessId(exact.pid(), -1).seenHere(), "start time unknown: not watchable");
+      assertFalse(near.gone(ProcessId.START_TOLERANCE_MILLIS));
+      assertTrue(new ProcessId(exact.pid(), exact.startMillis() - 60_000).gone(ProcessId.START_TOLERANCE_MILLIS), "pid reused");
+      assertArrayEquals(new ProcessId[] {null, exact}, PeerWatch.watchable(new ProcessId[] {ProcessId.current(), near}, 0));
+      a.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      assertTrue(exact.gone());
+      assertNull(near.seenHere(), "exited");
+    } finally {
+      a.destroyForcibly();
+    }
+  }
+
   @Test void anExitedPeerIsReportedOnceAndSoon() throws Exception {
     Process a = child(), b = child();
     try {
@@ -89,12 +110,15 @@ class PeerWatchTest {
 
   @Test void peersNotVisibleHereAreNotWatched() {
     ProcessId me = ProcessId.current();
-    ProcessId otherStart = new ProcessId(me.pid(), me.startMillis() - 1000);  // this pid, another process's start
+    ProcessId otherStart = new ProcessId(me.pid(), me.startMillis() - 60_000);  // this pid, another process's start
     ProcessId noSuchPid = new ProcessId(Integer.MAX_VALUE - 7, me.startMillis());
     assertFalse(otherStart.visible());
     assertFalse(noSuchPid.visible());
-    ProcessId[] w = PeerWatch.watchable(new byte[][] {new byte[0], otherStart.encode(), noSuchPid.encode(), me.encode()}, 0);
-    assertArrayEquals(new ProcessId[4], w, "nothing watchable (the last is this very process: ranks as threads)");
+    assertTrue(me.pidNamespace() >= 0, "this JVM reads its PID namespace");
+    ProcessId otherNamespace = new ProcessId(me.pid(), me.startMillis(), me.pidNamespace() + 1);  // same numbers, another namespace
+    assertFalse(otherNamespace.visible());
+    ProcessId[] w = PeerWatch.watchable(new byte[][] {new byte[0], otherStart.encode(), noSuchPid.encode(), otherNamespace.encode(), me.encode()}, 0);
+    assertArrayEquals(new ProcessId[5], w, "nothing watchable (the last is this very process: ranks as threads)");
     assertNull(PeerWatch.watch(w, "x", m -> {}));
   }
 }

@@ -11,6 +11,7 @@ import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.host.HostCommunicator;
+import io.sparkcomms.collectives.liveness.ProcessId;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
 import java.nio.charset.StandardCharsets;
@@ -186,18 +187,38 @@ class IsolationTest {
     Path deadCreator = fakeSegment(deadPid, 0);
     Path liveCreator = fakeSegment(me.pid(), myStart);
     Path reusedPid = fakeSegment(me.pid(), myStart - 3_600_000); // this pid, but a process that started an hour earlier
+    // a start time recorded by another JVM may be off by the boot-time rounding: still this process
+    Path liveCreatorNear = fakeSegment(me.pid(), myStart + 500);
+    Path liveCreatorNoStart = fakeSegment(me.pid(), 0);  // start unknown: judged by pid alone
     Path freshNoRecord = fakeSegment(-1, 0);
     Path oldNoRecord = fakeSegment(-1, 0);
     Files.setLastModifiedTime(oldNoRecord, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 60_000));
+    // a creator killed but not reaped (a zombie: ProcessHandle still calls it alive) cannot unlink its file
+    Process parent = new ProcessBuilder("sh", "-c", "sleep 600 & echo $!; exec sleep 600").redirectErrorStream(true).start();
+    Path zombieCreator = null;
     try {
+      long zpid = Long.parseLong(new java.io.BufferedReader(new java.io.InputStreamReader(parent.getInputStream())).readLine().trim());
+      ProcessHandle z = ProcessHandle.of(zpid).orElseThrow();
+      zombieCreator = fakeSegment(zpid, z.info().startInstant().orElseThrow().toEpochMilli());
+      z.destroyForcibly();
+      long t0 = System.nanoTime();
+      while (!ProcessId.zombie(zpid) && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
+      assertTrue(ProcessId.zombie(zpid), "the killed child is a zombie");
       HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close(); // the next start sweeps
       assertFalse(Files.exists(deadCreator), "file of a dead creator kept");
       assertFalse(Files.exists(reusedPid), "file of a creator whose pid was reused kept");
       assertFalse(Files.exists(oldNoRecord), "old file without a creator record kept");
+      assertFalse(Files.exists(zombieCreator), "file of a creator that is a zombie kept");
       assertTrue(Files.exists(liveCreator), "file of a live creator removed");
+      assertTrue(Files.exists(liveCreatorNear), "file of a live creator (start time 0.5 s off) removed");
+      assertTrue(Files.exists(liveCreatorNoStart), "file of a live creator (start time unknown) removed");
       assertTrue(Files.exists(freshNoRecord), "a file just created (record not yet written) removed");
     } finally {
-      for (Path p : List.of(deadCreator, liveCreator, reusedPid, freshNoRecord, oldNoRecord)) Files.deleteIfExists(p);
+      parent.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      for (Path p : java.util.Arrays.asList(deadCreator, liveCreator, reusedPid, liveCreatorNear, liveCreatorNoStart, freshNoRecord,
+          oldNoRecord, zombieCreator)) {
+        if (p != null) Files.deleteIfExists(p);
+      }
     }
   }
 
