@@ -22,6 +22,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <vector>
 
 // ============================================================================================
 // errors
@@ -751,6 +752,7 @@ struct sc_comm {
   int* host_words = nullptr;  // [0..3] error, [16] abort
   int* dev_words = nullptr;
   uint64_t* probe_buf = nullptr;
+  unsigned long long* trace = nullptr;  // sc_debug_lp_trace: device memory, 8 words per operation slot
   uint64_t identity = 0;
   bool connected = false;
   bool aborted = false;
@@ -820,6 +822,8 @@ static void sc_free_comm_memory(sc_comm* c) {
   if (c->staging) (void)gpuFree(c->staging);
   if (c->signal) (void)gpuFree(c->signal);
   if (c->probe_buf) (void)gpuFree(c->probe_buf);
+  if (c->trace) (void)gpuFree(c->trace);
+  c->trace = nullptr;
   if (c->host_words) (void)gpuFreeHost(c->host_words);
   (void)gpuGetLastError();
 }
@@ -1422,6 +1426,38 @@ extern "C" int sc_debug_corrupt_flag(sc_comm_t c, int peer, uint64_t value) {
     return sc_fail(SC_ERR_RUNTIME, "rank %d: sc_debug_corrupt_flag(peer %d): %s failed: %s (%s)", c->rank, peer, step,
                    gpuGetErrorName(e), gpuGetErrorString(e));
   }
+  return SC_OK;
+}
+
+// Timeline of the LP one-shot's chunk kernels (sparkcomms.h). Device memory, not host-mapped: the
+// kernels update it with atomicMin/atomicMax, which host memory over PCIe does not support.
+static int sc_trace_clear(sc_comm* c, size_t ops) {
+  std::vector<unsigned long long> init(ops * 8);
+  for (size_t i = 0; i < init.size(); i += 2) init[i] = ~0ull;
+  GPU_TRY(gpuMemcpy(c->trace, init.data(), init.size() * sizeof(unsigned long long), gpuMemcpyHostToDevice));
+  return SC_OK;
+}
+extern "C" int sc_debug_lp_trace(sc_comm_t c, uint64_t* out, size_t ops) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
+  if (!c->connected) return sc_fail(SC_ERR_STATE, "rank %d: communicator not connected (call sc_comm_connect)", c->rank);
+  if (ops > 4096) return sc_fail(SC_ERR_INVALID_ARG, "sc_debug_lp_trace: ops %zu: at most 4096", ops);
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  if (out) {
+    if (!c->trace || ops != c->dev.trace_ops)
+      return sc_fail(SC_ERR_STATE, "sc_debug_lp_trace: not recording %zu operations", ops);
+    GPU_TRY(gpuMemcpy(out, c->trace, ops * 8 * sizeof(uint64_t), gpuMemcpyDeviceToHost));
+    return sc_trace_clear(c, ops);
+  }
+  if (c->trace) (void)gpuFree(c->trace);
+  c->trace = nullptr;
+  c->dev.trace = nullptr;
+  c->dev.trace_ops = 0;
+  if (ops == 0) return SC_OK;
+  GPU_TRY(gpuMalloc((void**)&c->trace, ops * 8 * sizeof(unsigned long long)));
+  SC_TRY(sc_trace_clear(c, ops));
+  c->dev.trace = c->trace;
+  c->dev.trace_ops = ops;
   return SC_OK;
 }
 

@@ -4,6 +4,7 @@
 //               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
 //               [--lp-sweep 'opt=v,opt=v;opt=v;...']   (LP one-shot time per option set, 16 MB ..)
+//               [--lp-trace]   (device timeline of the LP one-shot's chunk kernels, fp32 16 MB ..)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
 //               [--vclose] [--vclose-only] [--vclose-rounds N] [--vclose-comms K] [--vclose-a2av]
 //                                                   (vendor communicators closed at once)
@@ -783,7 +784,7 @@ static std::string human(size_t b) {
 // LP allreduce benchmark: one-shot and two-shot LP (two CTA caps for the one-shot), DDA tree and
 // NCCL, 1 MB .. max_bytes, fp32 and bf16, N(0,1) data; error columns: relative L2 error of the
 // LP output (first <= 16M elements) against a float64 sum of every rank's input.
-static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep) {
+static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep, bool trace) {
   DevBuf s, rb;
   s.ensure(max_bytes);
   rb.ensure(max_bytes);
@@ -842,6 +843,48 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep)
           SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
     }
   };
+  if (trace) {  // --lp-trace: device timeline of the one-shot's chunk kernels (sc_debug_lp_trace), fp32
+    const size_t ops = 256;
+    std::vector<uint64_t> t(ops * 8);
+    SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));
+    load_inputs(SC_FLOAT32);
+    SC(sc_debug_lp_trace(c.comm, nullptr, ops));
+    for (size_t bytes : {(size_t)16 << 20, (size_t)64 << 20, (size_t)128 << 20, (size_t)256 << 20, (size_t)1 << 30}) {
+      if (bytes > max_bytes) continue;
+      const size_t count = bytes / 4;
+      const int calls = 4;
+      for (int i = 0; i < 3; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_LP, c.stream));
+      SC(sc_stream_synchronize(c.stream));
+      SC(sc_debug_lp_trace(c.comm, t.data(), ops));  // clears
+      c.ex.barrier();
+      SC(sc_barrier(c.comm, c.stream));
+      SC(sc_stream_delay(c.stream, 2000.0));  // queue the calls back to back, as the benchmark does
+      for (int i = 0; i < calls; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_LP, c.stream));
+      SC(sc_stream_synchronize(c.stream));
+      if (sc_comm_check(c.comm) != SC_OK) die("lp trace: %s", sc_last_error());
+      SC(sc_debug_lp_trace(c.comm, t.data(), ops));
+      std::vector<size_t> used;
+      for (size_t k = 0; k < ops; ++k)
+        if (t[k * 8 + 7]) used.push_back(k);  // latest "done" set
+      std::sort(used.begin(), used.end(), [&](size_t a, size_t b) { return t[a * 8] < t[b * 8]; });
+      if (used.empty()) continue;
+      const uint64_t t0 = t[used[0] * 8];
+      auto us = [&](uint64_t v) { return v == ~0ull ? -1.0 : (double)(v - t0) / 1e3; };
+      printf("[trace r%d] %s fp32, %d calls, %zu chunk kernels; us from the first kernel's first CTA start:\n", c.rank,
+             human(bytes).c_str(), calls, used.size());
+      for (size_t k : used) {
+        const uint64_t* w = &t[k * 8];
+        printf("[trace r%d]   start %8.1f..%8.1f  pushed %8.1f..%8.1f  synced %8.1f..%8.1f  done %8.1f..%8.1f\n", c.rank,
+               us(w[0]), us(w[1]), us(w[2]), us(w[3]), us(w[4]), us(w[5]), us(w[6]), us(w[7]));
+      }
+      fflush(stdout);
+      c.ex.barrier();
+    }
+    SC(sc_debug_lp_trace(c.comm, nullptr, 0));
+    sc_event_destroy(e0);
+    sc_event_destroy(e1);
+    return;
+  }
   if (sweep) {  // --lp-sweep: one column per option set ("k=v,k=v"; ';' between sets), 16 MB .. max, x2
     std::vector<std::vector<std::pair<std::string, long long>>> sets;
     std::string all = sweep;
@@ -975,6 +1018,7 @@ struct Options {
   bool mp = true, sp = true, bench = true, correctness = true, verbose = false, sweep = false, sweep_blocks = false;
   bool lp = false, lp_only = false, lp_big = false, lp_bench = false;
   const char* lp_sweep = nullptr;
+  bool lp_trace = false;
   bool a2av = false, a2av_only = false, a2av_bench = false;
   const char* a2av_csv = nullptr;
   bool vclose = false;
@@ -1090,7 +1134,7 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
     c.log("bench: default tuning flat_max=%zu tree_max=%zu max_blocks=%d", fm, tm, mb);
     std::vector<BenchRow> rows;
     if (!o.lp_bench) run_bench(c, o.bench_max, o.iters, o.sweep, o.sweep_blocks, rows);
-    else run_lp_bench(c, o.bench_max, o.iters, o.lp_sweep);
+    else run_lp_bench(c, o.bench_max, o.iters, o.lp_sweep, o.lp_trace);
     if (rank == 0 && !o.lp_bench) print_bench(rows, c.n, o.md, o.csv);
     SC(sc_comm_destroy(c.comm));
   }
@@ -1356,6 +1400,7 @@ int main(int argc, char** argv) {
     else if (a == "--lp-only") { o.lp = o.lp_only = true; o.bench = false; }
     else if (a == "--lp-big") o.lp_big = true;
     else if (a == "--lp-bench") { o.lp_bench = true; o.correctness = false; o.sp = false; }
+    else if (a == "--lp-trace") { o.lp_trace = true; o.lp_bench = true; o.correctness = false; o.sp = false; }
     else if (a == "--lp-sweep") { o.lp_sweep = next(); o.lp_bench = true; o.correctness = false; o.sp = false; }
     else if (a == "--a2av") o.a2av = true;
     else if (a == "--a2av-only") { o.a2av = o.a2av_only = true; o.bench = false; }

@@ -61,6 +61,7 @@ static int (*sc_fp_sc_alltoallv)(sc_comm_t comm, const void* send, size_t send_c
 static int (*sc_fp_sc_alltoallv_status)(sc_comm_t comm, long long* status) = 0;
 static int (*sc_fp_sc_barrier)(sc_comm_t comm, void* stream) = 0;
 static int (*sc_fp_sc_debug_corrupt_flag)(sc_comm_t comm, int peer, uint64_t value) = 0;
+static int (*sc_fp_sc_debug_lp_trace)(sc_comm_t comm, uint64_t* out, size_t ops) = 0;
 static int (*sc_fp_sc_allgather_lp)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_reducescatter_lp)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) = 0;
 static int (*sc_fp_sc_alltoall_lp)(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
@@ -189,6 +190,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_barrier) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_barrier (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_debug_corrupt_flag) = dlsym(h, "sc_debug_corrupt_flag");
   if (!sc_fp_sc_debug_corrupt_flag) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_debug_corrupt_flag (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_debug_lp_trace) = dlsym(h, "sc_debug_lp_trace");
+  if (!sc_fp_sc_debug_lp_trace) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_debug_lp_trace (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_allgather_lp) = dlsym(h, "sc_allgather_lp");
   if (!sc_fp_sc_allgather_lp) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_allgather_lp (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_reducescatter_lp) = dlsym(h, "sc_reducescatter_lp");
@@ -283,6 +286,7 @@ int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const i
 int sc_alltoallv_status(sc_comm_t comm, long long* status) { if (!sc_fp_sc_alltoallv_status) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv_status(comm, status); }
 int sc_barrier(sc_comm_t comm, void* stream) { if (!sc_fp_sc_barrier) return SC_ERR_NO_DEVICE; return sc_fp_sc_barrier(comm, stream); }
 int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value) { if (!sc_fp_sc_debug_corrupt_flag) return SC_ERR_NO_DEVICE; return sc_fp_sc_debug_corrupt_flag(comm, peer, value); }
+int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops) { if (!sc_fp_sc_debug_lp_trace) return SC_ERR_NO_DEVICE; return sc_fp_sc_debug_lp_trace(comm, out, ops); }
 int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather_lp(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_reducescatter_lp(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) { if (!sc_fp_sc_reducescatter_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter_lp(comm, send, recv, recv_count, dtype, op, stream); }
 int sc_alltoall_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall_lp(comm, send, recv, count_per_peer, dtype, stream); }

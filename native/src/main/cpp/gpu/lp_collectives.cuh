@@ -68,12 +68,16 @@ sc_k_lp_allreduce_oneshot(ScDevComm c, uint64_t seq, const typename ScType<DT>::
                           typename ScType<DT>::T* __restrict__ recv, size_t count, size_t bs, size_t slot, ScFp8 f,
                           int chained) {
   if (!sc_kernel_begin(c, !chained, false)) return;
+  sc_trace(c, seq, 0);
   const int n = c.nranks, L = sc_lp_vec_lanes(bs);
   sc_lp_quantize_run<DT>(send, count, bs, ScLpEverySlot(c, seq, c.rank, slot).p, n, L, f);
+  sc_trace(c, seq, 1);
   if (chained) sc_pdl_wait();  // the previous chunk's kernel completed: see above
   if (sc_barrier_block(c, seq * SC_EPOCHS_PER_OP + 1)) {
+    sc_trace(c, seq, 2);
     sc_pdl_launch_dependents();
     sc_lp_sum_run<DT, OP>(ScLpMySlots(c, seq, 0, slot).p, n, count, bs, recv, L, f);
+    sc_trace(c, seq, 3);
   }
 }
 

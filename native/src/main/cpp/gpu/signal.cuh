@@ -64,6 +64,8 @@ struct ScDevComm {
   volatile int* err;              // host-mapped: [0]=code [1]=block [2]=peer [3]=rank
   volatile long long* vstatus;    // host-mapped allToAllV status: code, receiver, sender, count, capacity
   const volatile int* abort_flag; // host-mapped, set by sc_comm_abort
+  unsigned long long* trace;      // host-mapped sc_debug_lp_trace timeline, or null (nearly always)
+  uint64_t trace_ops;
   uint64_t timeout_ticks;
   size_t half_bytes;              // size of one staging half
   int rank;
@@ -72,6 +74,16 @@ struct ScDevComm {
 
 SC_DEV char* sc_half(const ScDevComm& c, int r, uint64_t seq) {
   return c.staging[r] + (seq & 1) * c.half_bytes;
+}
+
+// sc_debug_lp_trace: earliest and latest CTA of operation `seq` at `point` (0..3), by the global timer.
+SC_DEV void sc_trace(const ScDevComm& c, uint64_t seq, int point) {
+  if (c.trace && threadIdx.x == 0) {
+    unsigned long long* w = c.trace + ((seq % c.trace_ops) * 4 + (uint64_t)point) * 2;
+    const unsigned long long t = sc_now_ticks();
+    atomicMin(w, t);
+    atomicMax(w + 1, t);
+  }
 }
 
 SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
