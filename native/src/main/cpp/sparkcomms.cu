@@ -1446,6 +1446,8 @@ extern "C" int sc_debug_lp_trace(sc_comm_t c, uint64_t* out, size_t ops) {
   if (out) {
     if (!c->trace || ops != c->dev.trace_ops)
       return sc_fail(SC_ERR_STATE, "sc_debug_lp_trace: not recording %zu operations", ops);
+    // the library's streams are non-blocking: a plain copy would not wait for their kernels
+    GPU_TRY(gpuDeviceSynchronize());
     GPU_TRY(gpuMemcpy(out, c->trace, ops * 8 * sizeof(uint64_t), gpuMemcpyDeviceToHost));
     return sc_trace_clear(c, ops);
   }

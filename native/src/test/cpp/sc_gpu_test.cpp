@@ -488,16 +488,22 @@ static void run_correctness(Ctx& c, size_t staging) {
   // LL block sizes (allowed: where an LL kernel puts each element does not depend on its grid), rank
   // 0's small enough that its threads loop (grid stride 2 at 128 blocks).
   {
-    const size_t ll_max = n <= 2 ? (size_t)128 << 10 : (size_t)64 << 10;
-    for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
-      const size_t at = ll_max / DT_SIZE[dt];
-      for (size_t cnt : {at - 3, at, at + 1}) run_case("allreduce", dt, SC_SUM, SC_ALGO_FLAT, cnt, 0, 0);
+    // the library's defaults, or what the environment set (SC_DEFAULT_LL_MAX_2 / _MAX, SC_DEFAULT_LL_THREADS)
+    const char* env_max = getenv("SPARKCOMMS_DDA_LL_MAX_BYTES");
+    const char* env_thr = getenv("SPARKCOMMS_DDA_LL_THREADS");
+    const size_t ll_max = env_max && *env_max ? strtoull(env_max, nullptr, 10) : n <= 2 ? (size_t)128 << 10 : (size_t)64 << 10;
+    const long long ll_thr = env_thr && *env_thr ? strtoll(env_thr, nullptr, 10) : 64;
+    if (ll_max >= 64 && ll_max <= ((size_t)16 << 20)) {
+      for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
+        const size_t at = ll_max / DT_SIZE[dt];
+        for (size_t cnt : {at - 3, at, at + 1}) run_case("allreduce", dt, SC_SUM, SC_ALGO_FLAT, cnt, 0, 0);
+      }
+      SC(sc_comm_set_option(c.comm, "ll_threads", r == 0 ? 32 : 96));
+      for (int dt : {SC_FLOAT32, SC_BFLOAT16, SC_FLOAT16})
+        for (int op : {SC_SUM, SC_MAX, SC_AVG}) run_case("allreduce", dt, op, SC_ALGO_FLAT, ll_max / DT_SIZE[dt] - 5, 1, 0);
+      SC(sc_comm_set_option(c.comm, "ll_threads", ll_thr));
+      c.log("LL shapes done: %d passed, %d failed so far", c.passes, c.fails);
     }
-    SC(sc_comm_set_option(c.comm, "ll_threads", r == 0 ? 32 : 96));
-    for (int dt : {SC_FLOAT32, SC_BFLOAT16, SC_FLOAT16})
-      for (int op : {SC_SUM, SC_MAX, SC_AVG}) run_case("allreduce", dt, op, SC_ALGO_FLAT, ll_max / DT_SIZE[dt] - 5, 1, 0);
-    SC(sc_comm_set_option(c.comm, "ll_threads", 64));  // the library default (SC_DEFAULT_LL_THREADS)
-    c.log("LL shapes done: %d passed, %d failed so far", c.passes, c.fails);
   }
 
   // Error paths: LP on fp16 (LP takes fp32 / bf16) and PREMUL on ints.
@@ -870,7 +876,7 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep,
       if (used.empty()) continue;
       const uint64_t t0 = t[used[0] * 8];
       auto us = [&](uint64_t v) { return v == ~0ull ? -1.0 : (double)(v - t0) / 1e3; };
-      printf("[trace r%d] %s fp32, %d calls, %zu chunk kernels; us from the first kernel's first CTA start:\n", c.rank,
+      printf("[trace r%d] %s fp32, %d calls, %zu chunk kernels; us (HIP: wall-clock ticks / 1000) from the first kernel's first CTA start:\n", c.rank,
              human(bytes).c_str(), calls, used.size());
       for (size_t k : used) {
         const uint64_t* w = &t[k * 8];

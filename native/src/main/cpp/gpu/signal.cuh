@@ -64,7 +64,7 @@ struct ScDevComm {
   volatile int* err;              // host-mapped: [0]=code [1]=block [2]=peer [3]=rank
   volatile long long* vstatus;    // host-mapped allToAllV status: code, receiver, sender, count, capacity
   const volatile int* abort_flag; // host-mapped, set by sc_comm_abort
-  unsigned long long* trace;      // host-mapped sc_debug_lp_trace timeline, or null (nearly always)
+  unsigned long long* trace;      // sc_debug_lp_trace timeline (device memory), or null (nearly always)
   uint64_t trace_ops;
   uint64_t timeout_ticks;
   size_t half_bytes;              // size of one staging half

@@ -212,12 +212,13 @@ SC_API int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value);
 
 /* ---- timing hook (benchmark tools only) ----
  * Device-side timeline of the one-shot LP allreduce's chunk kernels. ops > 0 with out == NULL: start
- * recording (host-mapped memory, kept until ops == 0 or sc_comm_destroy). Each kernel then records,
+ * recording (device memory, kept until ops == 0 or sc_comm_destroy). Each kernel then records,
  * for its operation seq, the earliest and latest CTA to reach four points — start (after the PDL
  * wait / fail-fast check), pushed (its run quantized and pushed), synced (past its barrier), done —
  * as the device's global timer (CUDA: ns; HIP: wall_clock64 ticks), at index ((seq % ops) * 4 +
- * point) * 2 (+1 for the latest). out != NULL: copy ops * 8 words into out after the stream work is
- * done, and clear them (earliest = ~0, latest = 0). ops == 0: stop. SC_ERR_STATE before connect. */
+ * point) * 2 (+1 for the latest). out != NULL: wait for all work on this communicator's device, copy
+ * ops * 8 words into out and clear them (earliest = ~0, latest = 0). ops == 0: stop. SC_ERR_STATE
+ * before connect. */
 SC_API int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops);
 
 /* ---- low precision (FP8 on the wire; fp32 / bf16 in and out, SUM / AVG) ----

@@ -27,7 +27,7 @@ import java.util.HexFormat;
  *
  * <pre>
  * [header 4 KiB][control block per rank, 8 KiB each][data per rank: input area S | result area S]
- * header:  magic, ranks, staging bytes, creator pid + start time, abort state + reason
+ * header:  magic, ranks, staging bytes, creator pid + start time + PID namespace, abort state + reason
  * control: 64 barrier slots of 64 bytes (slot p = last epoch rank p signalled to this rank),
  *          two call descriptors (by call parity), pid, detached flag
  * </pre>
@@ -52,6 +52,7 @@ final class ShmSegment implements AutoCloseable {
   static final int DETACHED_OFFSET = PID_OFFSET + 8; // int: 1 once the rank closed its communicator
   static final int CREATOR_PID = 24;      // header: pid of the process that created the file
   static final int CREATOR_START = 32;    // header: its start time, epoch ms (0 if unknown)
+  static final int CREATOR_NS = 40;       // header: its PID namespace inode (0 if unknown)
   static final int ABORT_STATE = 64;      // int: 0 ok, 1 reason being written, 2 aborted
   static final int ABORT_RANK = 68;
   static final int ABORT_LEN = 128;
@@ -106,8 +107,8 @@ final class ShmSegment implements AutoCloseable {
     new SecureRandom().nextBytes(token);
     Path p = baseDirectory().resolve("sparkcomms-" + HexFormat.of().formatHex(token));
     ProcessId me = ProcessId.current();
-    ByteBuffer creator = ByteBuffer.allocate(16).order(ByteOrder.nativeOrder())
-        .putLong(me.pid()).putLong(Math.max(0, me.startMillis())).flip();  // start 0: unknown
+    ByteBuffer creator = ByteBuffer.allocate(24).order(ByteOrder.nativeOrder())  // 0: unknown
+        .putLong(me.pid()).putLong(Math.max(0, me.startMillis())).putLong(Math.max(0, me.pidNamespace())).flip();
     try (FileChannel ch = FileChannel.open(p, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
         StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
       // first of all, who created it: a creator killed during the rest of the set-up leaves a file that the
@@ -157,10 +158,12 @@ final class ShmSegment implements AutoCloseable {
   /**
    * Removes segment files whose creator process is gone. A segment's name exists only from its creation
    * until every rank has mapped it, so a file left behind means its creator was killed in that window.
-   * The creator's pid and start time are the first bytes written to a new file; a file without them
-   * (creator killed microseconds after creating it) counts as stale once {@link #UNATTRIBUTED_STALE_MILLIS}
-   * old. Only files this user can read are considered (others' are 0600). Caveat: processes of another
-   * PID namespace sharing this /dev/shm look dead. Best effort; returns the number of files removed.
+   * The creator's pid, start time and PID namespace are the first bytes written to a new file; a file
+   * without them (creator killed microseconds after creating it) counts as stale once
+   * {@link #UNATTRIBUTED_STALE_MILLIS} old. Only files this user can read are considered (others' are
+   * 0600). A creator of another PID namespace sharing this /dev/shm is never judged (its pid means
+   * nothing here): its file is left, rather than a live job's removed. Best effort; returns the number
+   * of files removed.
    */
   static int sweepStale(Path dir) {
     int removed = 0;
@@ -181,7 +184,7 @@ final class ShmSegment implements AutoCloseable {
 
   /** Whether {@code p} is a segment whose creator process no longer exists (or its pid was reused). */
   static boolean isStale(Path p) {
-    ByteBuffer h = ByteBuffer.allocate(CREATOR_START + 8).order(ByteOrder.nativeOrder());
+    ByteBuffer h = ByteBuffer.allocate(CREATOR_NS + 8).order(ByteOrder.nativeOrder());
     long ageMillis;
     try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
       while (h.hasRemaining() && ch.read(h) > 0) {
@@ -193,9 +196,10 @@ final class ShmSegment implements AutoCloseable {
     }
     long pid = h.position() == h.capacity() ? h.getLong(CREATOR_PID) : 0;
     if (pid <= 0) return ageMillis > UNATTRIBUTED_STALE_MILLIS;
-    long start = h.getLong(CREATOR_START);  // 0: unknown
-    // exited, a zombie, or its pid reused; never "gone" while this process cannot read /proc
-    return new ProcessId(pid, start == 0 ? -1 : start).gone(ProcessId.START_TOLERANCE_MILLIS);
+    long start = h.getLong(CREATOR_START), ns = h.getLong(CREATOR_NS);  // 0: unknown
+    // exited, a zombie, or its pid reused; never "gone" while this process cannot read /proc, nor
+    // when the creator lives in another PID namespace
+    return new ProcessId(pid, start == 0 ? -1 : start, ns == 0 ? -1 : ns).gone(ProcessId.START_TOLERANCE_MILLIS);
   }
 
   Path path() { return path; }

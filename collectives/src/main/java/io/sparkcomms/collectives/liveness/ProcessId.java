@@ -81,9 +81,11 @@ public record ProcessId(long pid, long startMillis, long pidNamespace) {
   /**
    * As {@link #gone()}, with start times that differ by at most {@code toleranceMillis} taken as the
    * same process: for a start time recorded by another JVM ({@link #START_TOLERANCE_MILLIS}). A start
-   * time of -1 (unknown) is not compared.
+   * time of -1 (unknown) is not compared. A process of another PID namespace is never gone (its pid
+   * means nothing here).
    */
   public boolean gone(long toleranceMillis) {
+    if (pidNamespace >= 0 && MY_NAMESPACE >= 0 && pidNamespace != MY_NAMESPACE) return false;
     Optional<ProcessHandle> h = ProcessHandle.of(pid);
     if (h.isEmpty() || !h.get().isAlive()) return ProcessHandle.of(ProcessHandle.current().pid()).isPresent();
     if (startMillis >= 0) {

@@ -190,6 +190,8 @@ class IsolationTest {
     // a start time recorded by another JVM may be off by the boot-time rounding: still this process
     Path liveCreatorNear = fakeSegment(me.pid(), myStart + 500);
     Path liveCreatorNoStart = fakeSegment(me.pid(), 0);  // start unknown: judged by pid alone
+    // a creator of another PID namespace: its pid means nothing here, so it is never judged
+    Path otherNamespace = fakeSegment(deadPid, 0, ProcessId.current().pidNamespace() + 1);
     Path freshNoRecord = fakeSegment(-1, 0);
     Path oldNoRecord = fakeSegment(-1, 0);
     Files.setLastModifiedTime(oldNoRecord, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 60_000));
@@ -212,24 +214,30 @@ class IsolationTest {
       assertTrue(Files.exists(liveCreator), "file of a live creator removed");
       assertTrue(Files.exists(liveCreatorNear), "file of a live creator (start time 0.5 s off) removed");
       assertTrue(Files.exists(liveCreatorNoStart), "file of a live creator (start time unknown) removed");
+      assertTrue(Files.exists(otherNamespace), "file of a creator in another PID namespace removed");
       assertTrue(Files.exists(freshNoRecord), "a file just created (record not yet written) removed");
     } finally {
       parent.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-      for (Path p : java.util.Arrays.asList(deadCreator, liveCreator, reusedPid, liveCreatorNear, liveCreatorNoStart, freshNoRecord,
-          oldNoRecord, zombieCreator)) {
+      for (Path p : java.util.Arrays.asList(deadCreator, liveCreator, reusedPid, liveCreatorNear, liveCreatorNoStart, otherNamespace,
+          freshNoRecord, oldNoRecord, zombieCreator)) {
         if (p != null) Files.deleteIfExists(p);
       }
     }
   }
 
-  /** A 0600 sparkcomms-* file with a creator record (pid, start ms), or an empty one for pid &lt; 0. */
+  /** A 0600 sparkcomms-* file with a creator record (pid, start ms, this PID namespace), or an empty one for pid &lt; 0. */
   private static Path fakeSegment(long pid, long startMillis) throws Exception {
+    return fakeSegment(pid, startMillis, ProcessId.current().pidNamespace());
+  }
+
+  private static Path fakeSegment(long pid, long startMillis, long namespace) throws Exception {
     byte[] token = new byte[16];
     new java.security.SecureRandom().nextBytes(token);
     Path p = ShmProbe.SHM.resolve("sparkcomms-" + java.util.HexFormat.of().formatHex(token));
     Files.createFile(p, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
     if (pid >= 0) {
-      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(16).order(java.nio.ByteOrder.nativeOrder()).putLong(pid).putLong(startMillis).flip();
+      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(24).order(java.nio.ByteOrder.nativeOrder())
+          .putLong(pid).putLong(startMillis).putLong(namespace).flip();
       try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
         ch.write(b, ShmProbe.creatorPidOffset());
       }
