@@ -835,6 +835,8 @@ static bool sc_lp_block_ok(long long bs) { return bs >= 4 && bs <= 65536 && bs %
 // correctly but slower (2x H200, session 6), and 128-thread barrier kernels once hung
 // (bench/gpu-native-notes.md), so it is not offered.
 static bool sc_lp_threads_ok(long long t) { return t == 256 || t == SC_THREADS; }
+// DDA block sizes (`threads`, `ll_threads`): whole warps, at most SC_THREADS.
+static bool sc_dda_threads_ok(long long t) { return t >= 32 && t <= SC_THREADS && t % 32 == 0; }
 
 static int sc_env_flag(const char* name, int dflt) {
   const char* v = getenv(name);
@@ -940,7 +942,7 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
                              nranks <= 2 ? SC_DEFAULT_FLAT_MAX_2 : nranks <= 4 ? SC_DEFAULT_FLAT_MAX_4 : SC_DEFAULT_FLAT_MAX_8);
   c->ll_max = sc_env_size("SPARKCOMMS_DDA_LL_MAX_BYTES", nranks <= 2 ? SC_DEFAULT_LL_MAX_2 : SC_DEFAULT_LL_MAX);
   const size_t llt = sc_env_size("SPARKCOMMS_DDA_LL_THREADS", SC_DEFAULT_LL_THREADS);
-  c->ll_threads = llt >= 32 && llt <= SC_THREADS && llt % 32 == 0 ? (int)llt : SC_DEFAULT_LL_THREADS;
+  c->ll_threads = sc_dda_threads_ok((long long)llt) ? (int)llt : SC_DEFAULT_LL_THREADS;
   c->pdl = sc_env_size("SPARKCOMMS_PDL", 1) != 0;
   c->tree_max = sc_env_size("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", SC_DEFAULT_TREE_MAX);
   c->max_blocks = (int)sc_env_size("RCCL_DDA_MAX_BLOCKS", SC_DEFAULT_MAX_BLOCKS);
@@ -1231,7 +1233,7 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "ll_max_bytes")) c->ll_max = (size_t)value;
   else if (!strcmp(key, "pdl")) c->pdl = value != 0;
   else if (!strcmp(key, "threads") || !strcmp(key, "ll_threads")) {
-    if (value < 32 || value > SC_THREADS || value % 32)
+    if (!sc_dda_threads_ok(value))
       return sc_fail(SC_ERR_INVALID_ARG, "%s %lld: a multiple of 32 in 32..%d", key, value, SC_THREADS);
     // Known issue (2x H200, 2026-11-30): the barrier kernels with 128-thread blocks hung at 4 MB
     // (flat, 128 blocks) while every 512-thread configuration passed; until understood, only the

@@ -59,7 +59,6 @@ public final class PeerWatch {
       }
     }
 
-
     /** Stops the watch; waits for a check (and its callback) that is running now. */
     @Override public synchronized void close() {
       stopped = true;

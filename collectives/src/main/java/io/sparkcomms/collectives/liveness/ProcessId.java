@@ -59,13 +59,16 @@ public record ProcessId(long pid, long startMillis, long pidNamespace) {
    */
   public ProcessId seenHere() {
     if (startMillis < 0) return null;
-    if (pidNamespace >= 0 && MY_NAMESPACE >= 0 && pidNamespace != MY_NAMESPACE) return null;
+    if (inOtherNamespace()) return null;
     Optional<ProcessHandle> h = ProcessHandle.of(pid);
     if (h.isEmpty() || !h.get().isAlive()) return null;
     Optional<Instant> s = h.get().info().startInstant();
     if (s.isEmpty() || Math.abs(s.get().toEpochMilli() - startMillis) > START_TOLERANCE_MILLIS || zombie(pid)) return null;
     return new ProcessId(pid, s.get().toEpochMilli(), pidNamespace);
   }
+
+  /** Whether both namespaces are known and differ: then this pid names another process here, or none. */
+  private boolean inOtherNamespace() { return pidNamespace >= 0 && MY_NAMESPACE >= 0 && pidNamespace != MY_NAMESPACE; }
 
   /** Whether this process runs here now ({@link #seenHere()}): only then can it be watched. */
   public boolean visible() { return seenHere() != null; }
@@ -85,7 +88,7 @@ public record ProcessId(long pid, long startMillis, long pidNamespace) {
    * means nothing here).
    */
   public boolean gone(long toleranceMillis) {
-    if (pidNamespace >= 0 && MY_NAMESPACE >= 0 && pidNamespace != MY_NAMESPACE) return false;
+    if (inOtherNamespace()) return false;
     Optional<ProcessHandle> h = ProcessHandle.of(pid);
     if (h.isEmpty() || !h.get().isAlive()) return ProcessHandle.of(ProcessHandle.current().pid()).isPresent();
     if (startMillis >= 0) {
