@@ -708,8 +708,8 @@ static int sc_vendor_close_comm(vComm vc, int rank, int device, double timeout_s
 // SC_DEFAULT_LP_CHUNKS chunks (never below SC_DEFAULT_LP_CHUNK_MIN elements, and never above what a
 // staging slot holds) so that calls of one slot or two overlap too.
 #define SC_DEFAULT_LP_THREADS 256
-#define SC_DEFAULT_LP_CHUNKS 4
-#define SC_DEFAULT_LP_CHUNK_MIN (4ull << 20)
+#define SC_DEFAULT_LP_CHUNKS 3
+#define SC_DEFAULT_LP_CHUNK_MIN (8ull << 20)
 #define SC_MAX_LP_CHUNKS 64
 
 struct ScBlob {

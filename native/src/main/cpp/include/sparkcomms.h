@@ -151,7 +151,7 @@ SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree
  * smaller blocks allow, up to 256, for a call of one chunk; default SPARKCOMMS_LP_MAX_BLOCKS or 0),
  * "lp_threads" (block size of the LP kernels: 256 or 512; default 256 or SPARKCOMMS_LP_THREADS),
  * "lp_chunks" and "lp_chunk_min" (a one-shot LP allreduce runs as at least lp_chunks chained
- * kernels of at least lp_chunk_min elements each, 1..64 and >= 1; defaults 4 and 4194304, or
+ * kernels of at least lp_chunk_min elements each, 1..64 and >= 1; defaults 3 and 8388608, or
  * SPARKCOMMS_LP_CHUNKS / SPARKCOMMS_LP_CHUNK_MIN; results do not depend on them).
  * Every LP buffer lives in the staging buffer: nothing is allocated during a collective. */
 SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
