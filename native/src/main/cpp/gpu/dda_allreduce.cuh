@@ -13,18 +13,30 @@
 //   phase 1: push own input unit u into slot `rank` of every peer
 //   barrier
 //   phase 2: out[u] = reduce over q=0..n-1 of (q == rank ? own input : own slot q)[u]
+// Prologue of the one-shot kernels: the PDL wait (the previous kernel may have written `send`), then
+// this thread's first input unit, and only then sc_kernel_begin's `failed` check (called with
+// wait = false: the wait is done). Loading before the check stores nothing, so stopping after it
+// is as safe as before; the two loads are in flight together instead of one after the other, and
+// the unit is kept for phase 2 instead of being loaded again after the peers' data arrived.
+template <int DT>
+SC_DEV uint4 sc_load_first(const typename ScType<DT>::T* send, size_t t0, size_t units, size_t count, bool al) {
+  sc_pdl_wait();
+  return t0 < units ? sc_load_unit<DT>(send, t0, count, al) : make_uint4(0, 0, 0, 0);
+}
+
 template <int DT, int OP>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                     typename ScType<DT>::T* __restrict__ recv, size_t count,
                     typename ScType<DT>::Acc factor) {
-  if (!sc_kernel_begin(c)) return;
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
   const size_t slot = units * 16;
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint4 first = sc_load_first<DT>(send, t0, units, count, sal);
+  if (!sc_kernel_begin(c, false)) return;
 
   uint4* dst[SC_MAX_RANKS];
 #pragma unroll
@@ -32,7 +44,7 @@ sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __r
     dst[q] = (q < n) ? (uint4*)(sc_half(c, q, seq) + (size_t)r * slot) : nullptr;
 
   for (size_t u = t0; u < units; u += stride) {
-    const uint4 x = sc_load_unit<DT>(send, u, count, sal);
+    const uint4 x = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
 #pragma unroll
     for (int q = 0; q < SC_MAX_RANKS; ++q)
       if (q < n && q != r) dst[q][u] = x;
@@ -45,7 +57,7 @@ sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __r
 #pragma unroll
       for (int q = 0; q < SC_MAX_RANKS; ++q) {
         if (q < n) {
-          v[q] = (q == r) ? sc_load_unit<DT>(send, u, count, sal)
+          v[q] = (q == r) ? (u == t0 ? first : sc_load_unit<DT>(send, u, count, sal))
                           : sc_ld16_cg((const uint4*)(mine + (size_t)q * slot) + u);
         } else {
           v[q] = make_uint4(0, 0, 0, 0);
@@ -99,7 +111,6 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                   typename ScType<DT>::T* __restrict__ recv, size_t count,
                   typename ScType<DT>::Acc factor) {
-  if (!sc_kernel_begin(c)) return;
   const uint32_t flag = sc_ll_flag(seq);
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
@@ -107,9 +118,11 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint4 first = sc_load_first<DT>(send, t0, units, count, sal);
+  if (!sc_kernel_begin(c, false)) return;
 
   for (size_t u = t0; u < units; u += stride) {
-    const uint4 x = sc_load_unit<DT>(send, u, count, sal);
+    const uint4 x = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
     const uint4 l0 = make_uint4(x.x, flag, x.y, flag), l1 = make_uint4(x.z, flag, x.w, flag);
 #pragma unroll
     for (int q = 0; q < SC_MAX_RANKS; ++q) {
@@ -127,7 +140,7 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
 #pragma unroll
     for (int q = 0; q < SC_MAX_RANKS; ++q) {
       if (q < n) {
-        if (q == r) v[q] = sc_load_unit<DT>(send, u, count, sal);
+        if (q == r) v[q] = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
         else ok = ok && sc_ll_recv(c, mine + (size_t)q * slot + u * 32, flag, q, &v[q]);
       } else {
         v[q] = make_uint4(0, 0, 0, 0);
