@@ -113,7 +113,7 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
 // block whose warps split here would reach its later __syncthreads with some warps gone.
 //
 // wait = false alone: the DDA one-shot kernels, which did the PDL wait themselves just before
-// (sc_load_first in dda_allreduce.cuh).
+// (sc_load_first in dda_allreduce.cuh); the second sc_pdl_wait on the stop path returns at once.
 // trigger = false: the LP one-shot (lp_collectives.cuh), which triggers its dependents only after
 // its barrier. With wait = false too: a chunk kernel chained to the previous chunk of the same
 // call, which starts before that kernel completed. Its `failed` read is still current: the previous

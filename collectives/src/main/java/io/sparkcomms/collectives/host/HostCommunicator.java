@@ -64,7 +64,6 @@ public final class HostCommunicator extends AbstractCommunicator {
     }
     this.zeroOffsets = new int[size];
     this.quantizer = new BlockQuantizer(o.fp8FormatOrDefault(), o.lpBlockSize());
-    seg.writePid(rank, ProcessHandle.current().pid());
   }
 
   /**

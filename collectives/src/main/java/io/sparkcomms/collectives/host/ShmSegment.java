@@ -48,8 +48,9 @@ final class ShmSegment implements AutoCloseable {
   static final int SLOT_BYTES = 64;
   static final int DESC_OFFSET = 4096;   // in a control block: two descriptors of DESC_BYTES
   static final int DESC_BYTES = 1024;
-  static final int PID_OFFSET = 6144;
-  static final int DETACHED_OFFSET = PID_OFFSET + 8; // int: 1 once the rank closed its communicator
+  // in a control block, from 6144: 8 bytes unused (a per-rank pid that nothing read; liveness uses
+  // the greeting's ProcessId), then the detached flag
+  static final int DETACHED_OFFSET = 6144 + 8; // int: 1 once the rank closed its communicator
   static final int CREATOR_PID = 24;      // header: pid of the process that created the file
   static final int CREATOR_START = 32;    // header: its start time, epoch ms (0 if unknown)
   static final int CREATOR_NS = 40;       // header: its PID namespace inode (0 if unknown)
@@ -221,8 +222,6 @@ final class ShmSegment implements AutoCloseable {
   static int slot(int to, int from) { return ctrlBase(to) + from * SLOT_BYTES; }
 
   static int descriptor(int rank, long seq) { return ctrlBase(rank) + DESC_OFFSET + (int) (seq & 1) * DESC_BYTES; }
-
-  void writePid(int rank, long pid) { ctrl.putLong(ctrlBase(rank) + PID_OFFSET, pid); }
 
   /** Marks {@code rank} as gone (it closed its communicator): peers waiting for it stop waiting. */
   void markDetached(int rank) { INTS.setRelease(ctrl, ctrlBase(rank) + DETACHED_OFFSET, 1); }
