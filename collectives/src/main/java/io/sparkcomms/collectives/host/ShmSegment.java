@@ -29,7 +29,7 @@ import java.util.HexFormat;
  * [header 4 KiB][control block per rank, 8 KiB each][data per rank: input area S | result area S]
  * header:  magic, ranks, staging bytes, creator pid + start time + PID namespace, abort state + reason
  * control: 64 barrier slots of 64 bytes (slot p = last epoch rank p signalled to this rank),
- *          two call descriptors (by call parity), pid, detached flag
+ *          two call descriptors (by call parity), 8 unused bytes, detached flag
  * </pre>
  *
  * The file is created 0600 with CREATE_NEW under a random 128-bit name, and unlinked by rank 0 as soon
