@@ -6,6 +6,7 @@
 #include "gpu/signal.cuh"
 #include "gpu/dda_types.cuh"
 #include "gpu/dda_allreduce.cuh"
+#include "gpu/dda_lamport.cuh"
 #include "gpu/dda_collectives.cuh"
 #include "gpu/dda_alltoallv.cuh"
 #include "gpu/lp_collectives.cuh"
@@ -699,8 +700,8 @@ static int sc_vendor_close_comm(vComm vc, int rank, int device, double timeout_s
 // communicator
 // ============================================================================================
 #define SC_BLOB_MAGIC 0x53434231u  // "SCB1"
-#define SC_BLOB_VERSION 3u
-#define SC_BLOB_SETTINGS 13
+#define SC_BLOB_VERSION 4u
+#define SC_BLOB_SETTINGS 14
 
 // Shape of the LP allreduce (2x H200, bench/RESULTS.md "GPU low precision"). 256-thread blocks fit
 // two CTAs per SM (the one-shot needs ~126 registers a thread), so a chained chunk's kernel runs
@@ -764,6 +765,7 @@ struct sc_comm {
   size_t flat_max = 0, tree_max = 0, ll_max = 0;
   int max_blocks = 0;
   int threads = SC_THREADS, ll_threads = SC_THREADS;  // block sizes (<= SC_THREADS; ll_threads set in create)
+  size_t lamport_max = 0;  // floating-point one-shots up to this size use the Lamport protocol (dda_lamport.cuh)
   bool pdl = true;    // programmatic dependent launch (CUDA, sm_90+)
   gpuError_t launch_err = gpuSuccess;  // result of the last sc_launch
   uint64_t seq = 0;  // operations launched (one per kernel); the kernels' epochs derive from it
@@ -800,13 +802,17 @@ static size_t sc_env_size(const char* name, size_t dflt) {
 #define SC_DEFAULT_FLAT_MAX_2 (4ull << 20)
 #define SC_DEFAULT_FLAT_MAX_4 (512ull << 10)
 #define SC_DEFAULT_FLAT_MAX_8 (256ull << 10)
-// LL: 64-thread blocks (one block per 64 units of 16 B, so 8 KB runs on 8 SMs instead of one; 2x H200
-// session 7: 8 KB 3.67 -> 3.11 us, 64 KB 4.27 -> 3.68, 128 KB 5.00 -> 4.12), used up to 128 KB at 2
-// ranks (barrier-flat 4.96 us there, 5.16 vs LL 5.91 at 256 KB). Above 2 ranks LL sends 2x the bytes
-// to n-1 peers, so it keeps the smaller limit until it is measured there.
-#define SC_DEFAULT_LL_THREADS 64
-#define SC_DEFAULT_LL_MAX_2 (128ull << 10)
+// One-shot protocols below the barrier one-shot (2x H200, session 9, `sc_gpu_test --sweep`, bench/RESULTS.md):
+// - Lamport (floating types, dda_lamport.cuh) up to LAMPORT_MAX: 2 ranks, fp32, 8 KB 2.59 us, 64 KB
+//   2.97, 256 KB 3.82-3.90, 512 KB 4.68 against the barrier one-shot's 4.47 / 4.75 / 5.12 / 6.01.
+// - LL (the other types) up to LL_MAX: 256 KB 4.65-4.81 us against 5.13; 512 KB 6.1-7.9 against 6.0.
+// Both use 128-thread blocks: at 8 KB, LL 2.76-2.84 us against 2.94-3.01 with 64 and 3.1-3.3 with 512.
+// Above 2 ranks both send to n-1 peers and are unmeasured: they keep the smaller limit.
+#define SC_DEFAULT_LL_THREADS 128
+#define SC_DEFAULT_LL_MAX_2 (256ull << 10)
 #define SC_DEFAULT_LL_MAX (64ull << 10)
+#define SC_DEFAULT_LAMPORT_MAX_2 (512ull << 10)
+#define SC_DEFAULT_LAMPORT_MAX (64ull << 10)
 #define SC_DEFAULT_TREE_MAX (128ull << 20)
 #define SC_DEFAULT_MAX_BLOCKS 128
 
@@ -898,7 +904,7 @@ static const char* const SC_BLOB_SETTING_NAMES[] = {
     "lp_min_bytes (SPARKCOMMS_LP_MIN_BYTES)",              "lp_auto (RCCL_LOW_PRECISION_ENABLE*)",
     "lp_oneshot_max_ranks (SPARKCOMMS_LP_ONESHOT_MAX_RANKS)", "lp_max_blocks (SPARKCOMMS_LP_MAX_BLOCKS)",
     "lp_threads (SPARKCOMMS_LP_THREADS)",                  "lp_chunks (SPARKCOMMS_LP_CHUNKS)",
-    "lp_chunk_min (SPARKCOMMS_LP_CHUNK_MIN)"};
+    "lp_chunk_min (SPARKCOMMS_LP_CHUNK_MIN)",             "lamport_max_bytes (SPARKCOMMS_DDA_LAMPORT_MAX_BYTES)"};
 
 static_assert(sizeof(SC_BLOB_SETTING_NAMES) / sizeof(SC_BLOB_SETTING_NAMES[0]) == SC_BLOB_SETTINGS,
               "one name per blob setting");
@@ -909,7 +915,7 @@ static void sc_blob_settings(const sc_comm* c, uint64_t out[SC_BLOB_SETTINGS]) {
                                         (uint64_t)c->lp_bs, (uint64_t)c->lp_fmt, c->lp_auto ? c->lp_min : 0,
                                         (uint64_t)c->lp_auto,
                                         (uint64_t)c->lp_oneshot_max, (uint64_t)c->lp_max_blocks, (uint64_t)c->lp_threads,
-                                        (uint64_t)c->lp_chunks, (uint64_t)c->lp_chunk_min};
+                                        (uint64_t)c->lp_chunks, (uint64_t)c->lp_chunk_min, (uint64_t)c->lamport_max};
   memcpy(out, v, sizeof(v));
 }
 
@@ -944,6 +950,7 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
   const size_t llt = sc_env_size("SPARKCOMMS_DDA_LL_THREADS", SC_DEFAULT_LL_THREADS);
   c->ll_threads = sc_dda_threads_ok((long long)llt) ? (int)llt : SC_DEFAULT_LL_THREADS;
   c->pdl = sc_env_size("SPARKCOMMS_PDL", 1) != 0;
+  c->lamport_max = sc_env_size("SPARKCOMMS_DDA_LAMPORT_MAX_BYTES", nranks <= 2 ? SC_DEFAULT_LAMPORT_MAX_2 : SC_DEFAULT_LAMPORT_MAX);
   c->tree_max = sc_env_size("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", SC_DEFAULT_TREE_MAX);
   c->max_blocks = (int)sc_env_size("RCCL_DDA_MAX_BLOCKS", SC_DEFAULT_MAX_BLOCKS);
   if (c->max_blocks < 1) c->max_blocks = 1;
@@ -966,10 +973,12 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
     }                                                                                        \
   } while (0)
   CREATE_TRY(gpuStreamCreateWithFlags(&c->internal, gpuStreamNonBlocking));
-  CREATE_TRY(gpuMalloc((void**)&c->staging, staging_bytes));
+  // The Lamport region follows the staging buffer in the same allocation (one IPC handle for both).
+  CREATE_TRY(gpuMalloc((void**)&c->staging, staging_bytes + SC_LAMPORT_BYTES));
   CREATE_TRY(sc_malloc_signal((void**)&c->signal, sizeof(ScSignal)));
   CREATE_TRY(gpuMemset(c->signal, 0, sizeof(ScSignal)));
   CREATE_TRY(gpuMemset(c->staging, 0, staging_bytes));
+  CREATE_TRY(gpuMemset(c->staging + staging_bytes, 0xFF, SC_LAMPORT_BYTES));  // every word SC_LAMPORT_EMPTY
   CREATE_TRY(gpuMalloc((void**)&c->probe_buf, 64));
   CREATE_TRY(gpuHostAllocMapped((void**)&c->host_words, 64 * sizeof(int)));
   memset(c->host_words, 0, 64 * sizeof(int));
@@ -1159,6 +1168,7 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
   d.timeout_ticks = (uint64_t)(c->timeout_s * 1e9);
 #endif
   d.half_bytes = c->half;
+  d.lamport_off = c->staging_bytes;
   d.rank = me;
   d.nranks = n;
   c->connected = true;
@@ -1232,6 +1242,7 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "tree_max_bytes")) c->tree_max = (size_t)value;
   else if (!strcmp(key, "ll_max_bytes")) c->ll_max = (size_t)value;
   else if (!strcmp(key, "pdl")) c->pdl = value != 0;
+  else if (!strcmp(key, "lamport_max_bytes")) c->lamport_max = (size_t)value;
   else if (!strcmp(key, "threads") || !strcmp(key, "ll_threads")) {
     if (!sc_dda_threads_ok(value))
       return sc_fail(SC_ERR_INVALID_ARG, "%s %lld: a multiple of 32 in 32..%d", key, value, SC_THREADS);
@@ -1273,7 +1284,7 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "lp_auto")) {
     if (value > 15) return sc_fail(SC_ERR_INVALID_ARG, "lp_auto %lld: a mask of 1|2|4|8", value);
     c->lp_auto = (int)value;
-  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads, lp_chunks, lp_chunk_min)", key);
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, lamport_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads, lp_chunks, lp_chunk_min)", key);
   return SC_OK;
 }
 
@@ -1491,13 +1502,17 @@ static int sc_blocks_for(sc_comm* c, size_t units, int threads = 0) {
 
 // ---- typed dispatch ----
 #define SC_KIND_LL 100
+#define SC_KIND_LAMPORT 101
 template <int DT, int OP>
 static void sc_launch_allreduce_t(sc_comm* c, int algo, const void* s, void* r, size_t n, double f, gpuStream_t st) {
   typedef ScType<DT> Ty;
   typedef typename Ty::T T;
   typedef typename Ty::Acc Acc;
   const size_t units = (n + Ty::V - 1) / Ty::V;
-  if (algo == SC_KIND_LL) {
+  if (algo == SC_KIND_LAMPORT) {
+    if constexpr (ScLamportOk<DT>::value)
+      sc_launch(c, sc_k_allreduce_lamport<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+  } else if (algo == SC_KIND_LL) {
     sc_launch(c, sc_k_allreduce_ll<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   } else if (algo == SC_ALGO_FLAT) {
     sc_launch(c, sc_k_allreduce_flat<DT, OP>, sc_blocks_for(c, units), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
@@ -1781,7 +1796,12 @@ extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t co
   const size_t V = 16 / es;
   size_t cap_units;
   const size_t units_all = (count + V - 1) / V;
-  if (algo == SC_ALGO_FLAT && count * es <= c->ll_max && units_all * 32 * (size_t)n <= c->half) {
+  const bool lamport_type = dtype == SC_FLOAT32 || dtype == SC_BFLOAT16 || dtype == SC_FLOAT16;
+  if (algo == SC_ALGO_FLAT && count * es <= c->lamport_max && lamport_type &&
+      units_all * 16 * (size_t)n <= SC_LAMPORT_HALF) {
+    algo = SC_KIND_LAMPORT;  // one chunk, Lamport protocol
+    cap_units = units_all;
+  } else if (algo == SC_ALGO_FLAT && count * es <= c->ll_max && sc_ll_slot_bytes(units_all) * (size_t)n <= c->half) {
     algo = SC_KIND_LL;  // one chunk, LL protocol
     cap_units = units_all;
   } else if (algo == SC_ALGO_FLAT) cap_units = c->half / (16 * (size_t)n);
@@ -1795,7 +1815,7 @@ extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t co
 #define SC_CALL_AR(DT, OP) sc_launch_allreduce_t<DT, OP>(c, algo, s, r, len, factor, st)
     SC_ALL_TYPES(SC_CALL_AR)
 #undef SC_CALL_AR
-    SC_TRY(sc_launch_check(c, algo == SC_KIND_LL ? "allreduce_ll" : algo == SC_ALGO_FLAT ? "allreduce_flat" : "allreduce_tree"));
+    SC_TRY(sc_launch_check(c, algo == SC_KIND_LAMPORT ? "allreduce_lamport" : algo == SC_KIND_LL ? "allreduce_ll" : algo == SC_ALGO_FLAT ? "allreduce_flat" : "allreduce_tree"));
   }
   return SC_OK;
 }

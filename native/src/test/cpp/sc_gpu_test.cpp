@@ -5,6 +5,7 @@
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
 //               [--lp-sweep 'opt=v,opt=v;opt=v;...']   (LP one-shot time per option set, 16 MB ..)
 //               [--lp-trace]   (device timeline of the LP one-shot's chunk kernels, fp32 16 MB ..)
+//               [--sweep] [--dda-trace]   (with --bench-only: LL / Lamport block-size sweep; timeline of Lamport one-shots 1..256 KB)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
 //               [--vclose] [--vclose-only] [--vclose-rounds N] [--vclose-comms K] [--vclose-a2av]
 //                                                   (vendor communicators closed at once)
@@ -484,26 +485,64 @@ static void run_correctness(Ctx& c, size_t staging) {
     run_case("broadcast", dt, -1, -1, 1023, 1, n - 1);
     c.log("%s done: %d passed, %d failed so far (%.1f s)", DT_NAME[dt], c.passes, c.fails, now_s() - t0);
   }
-  // LL shapes: at and around the LL limit (128 KB at 2 ranks, 64 KB above), then ranks with different
-  // LL block sizes (allowed: where an LL kernel puts each element does not depend on its grid), rank
-  // 0's small enough that its threads loop (grid stride 2 at 128 blocks).
-  {
+  // LL / Lamport shapes: at and around the LL limit (256 KB at 2 ranks, 64 KB above) and the Lamport
+  // limit (512 KB at 2 ranks, 64 KB above), then ranks with different block sizes (allowed: where an
+  // LL or Lamport kernel puts each element does not depend on its grid), rank 0's small enough that
+  // its threads loop (grid stride 2 at 128 blocks). Twice: with the Lamport protocol for the floating
+  // types (the default), then with LL for them too.
+  const char* env_lam = getenv("SPARKCOMMS_DDA_LAMPORT_MAX_BYTES");
+  const long long lam_max = env_lam && *env_lam ? strtoll(env_lam, nullptr, 10) : n <= 2 ? 512 << 10 : 64 << 10;
+  for (int lamport : {1, 0}) {
+    SC(sc_comm_set_option(c.comm, "lamport_max_bytes", lamport ? lam_max : 0));
     // the library's defaults, or what the environment set (SC_DEFAULT_LL_MAX_2 / _MAX, SC_DEFAULT_LL_THREADS)
     const char* env_max = getenv("SPARKCOMMS_DDA_LL_MAX_BYTES");
     const char* env_thr = getenv("SPARKCOMMS_DDA_LL_THREADS");
-    const size_t ll_max = env_max && *env_max ? strtoull(env_max, nullptr, 10) : n <= 2 ? (size_t)128 << 10 : (size_t)64 << 10;
-    const long long ll_thr = env_thr && *env_thr ? strtoll(env_thr, nullptr, 10) : 64;
+    const size_t ll_max = env_max && *env_max ? strtoull(env_max, nullptr, 10) : n <= 2 ? (size_t)256 << 10 : (size_t)64 << 10;
+    const long long ll_thr = env_thr && *env_thr ? strtoll(env_thr, nullptr, 10) : 128;
     if (ll_max >= 64 && ll_max <= ((size_t)16 << 20)) {
       for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
         const size_t at = ll_max / DT_SIZE[dt];
         for (size_t cnt : {at - 3, at, at + 1}) run_case("allreduce", dt, SC_SUM, SC_ALGO_FLAT, cnt, 0, 0);
+        const size_t lat = (size_t)lam_max / DT_SIZE[dt];
+        if (lamport && lat > 3 && lat != at)
+          for (size_t cnt : {lat - 3, lat, lat + 1}) run_case("allreduce", dt, SC_SUM, SC_ALGO_FLAT, cnt, 0, 0);
       }
       SC(sc_comm_set_option(c.comm, "ll_threads", r == 0 ? 32 : 96));
       for (int dt : {SC_FLOAT32, SC_BFLOAT16, SC_FLOAT16})
         for (int op : {SC_SUM, SC_MAX, SC_AVG}) run_case("allreduce", dt, op, SC_ALGO_FLAT, ll_max / DT_SIZE[dt] - 5, 1, 0);
       SC(sc_comm_set_option(c.comm, "ll_threads", ll_thr));
-      c.log("LL shapes done: %d passed, %d failed so far", c.passes, c.fails);
+      c.log("LL shapes (lamport %d) done: %d passed, %d failed so far", lamport, c.passes, c.fails);
     }
+  }
+  SC(sc_comm_set_option(c.comm, "lamport_max_bytes", lam_max));
+
+  // Lamport's EMPTY word (all ones) as input data: a NaN for fp32 / bf16 / fp16. It must not be taken
+  // for "not arrived yet" (that would hang until the timeout) and must come out as a NaN; the other
+  // elements are exact sums of small integers.
+  for (int dt : {SC_FLOAT32, SC_BFLOAT16, SC_FLOAT16}) {
+    const size_t es = DT_SIZE[dt], cnt = 4099;
+    std::vector<unsigned char> h(cnt * es), o(cnt * es);
+    for (size_t i = 0; i < cnt; ++i) {
+      if (i % 7 == 0) memset(&h[i * es], 0xFF, es);
+      else if (dt == SC_FLOAT32) { const float v = (float)(r + 1); memcpy(&h[i * es], &v, 4); }
+      else { const uint16_t v = dt == SC_BFLOAT16 ? f2bf((float)(r + 1)) : f2h((float)(r + 1)); memcpy(&h[i * es], &v, 2); }
+    }
+    dsend.ensure(cnt * es);
+    drecv.ensure(cnt * es);
+    SC(sc_memcpy_htod(dsend.p, h.data(), cnt * es, nullptr));
+    SC(sc_memset(drecv.p, 0, cnt * es, nullptr));
+    SC(sc_allreduce(c.comm, dsend.p, drecv.p, cnt, dt, SC_SUM, 1.0, SC_ALGO_FLAT, c.stream));
+    SC(sc_stream_synchronize(c.stream));
+    if (sc_comm_check(c.comm) != SC_OK) die("EMPTY-word input %s: device error: %s", DT_NAME[dt], sc_last_error());
+    SC(sc_memcpy_dtoh(o.data(), drecv.p, cnt * es, nullptr));
+    size_t bad = 0;
+    const double want = n * (n + 1) / 2.0;
+    for (size_t i = 0; i < cnt; ++i) {
+      const double v = getf(o.data(), dt, i);
+      if (i % 7 == 0 ? !std::isnan(v) : v != want) ++bad;
+    }
+    if (bad) c.fail("EMPTY-word input %s: %zu wrong element(s)", DT_NAME[dt], bad);
+    else ++c.passes;
   }
 
   // Error paths: LP on fp16 (LP takes fp32 / bf16) and PREMUL on ints.
@@ -638,7 +677,9 @@ struct BenchRow {
   double ll_us, flat_us, tree_us, auto_us, nccl_us;
 };
 
+static std::string human(size_t b);
 static bool diag = false;
+static bool dda_trace = false;
 static double comm_timeout = 120.0;
 static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool sweep_blocks, std::vector<BenchRow>& rows) {
   const int n = c.n;
@@ -663,7 +704,7 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
   SC(sc_comm_get_tuning(c.comm, &d_flat, &d_tree, &d_blocks));
   auto set_ll = [&](long long v) { SC(sc_comm_set_option(c.comm, "ll_max_bytes", v)); };
   // library defaults (SC_DEFAULT_LL_MAX_2 / SC_DEFAULT_LL_MAX, SC_DEFAULT_LL_THREADS)
-  const long long d_ll = c.n <= 2 ? 128 << 10 : 64 << 10, d_llt = 64;
+  const long long d_ll = c.n <= 2 ? 256 << 10 : 64 << 10, d_llt = 128, d_lam = c.n <= 2 ? 512 << 10 : 64 << 10;
   auto time_one = [&](size_t bytes, int dt, int algo) -> double {
     const size_t count = bytes / DT_SIZE[dt];
     const int warm = 10;
@@ -689,30 +730,77 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
     return mx;  // slowest rank
   };
   if (sweep) {  // LL block size x block cap at latency sizes, against barrier-flat (fp32, then bf16)
-    const size_t sizes[] = {(size_t)1 << 10, (size_t)8 << 10, (size_t)32 << 10, (size_t)64 << 10,
+    const size_t sizes[] = {(size_t)1 << 10, (size_t)4 << 10, (size_t)8 << 10, (size_t)16 << 10, (size_t)32 << 10, (size_t)64 << 10,
                             (size_t)128 << 10, (size_t)256 << 10, (size_t)512 << 10};
     for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
       const char* dn = dt == SC_FLOAT32 ? "fp32" : "bf16";
       for (size_t bytes : sizes) {
         if (bytes > max_bytes) continue;
         set_ll(0);
+        SC(sc_comm_set_option(c.comm, "lamport_max_bytes", 0));
         SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
         const double tf = time_one(bytes, dt, SC_ALGO_FLAT);
         if (c.rank == 0) printf("[sweep] %s %7zu B barrier-flat               %8.2f us\n", dn, bytes, tf);
         set_ll(1ll << 40);
-        for (int th : {32, 64, 128, 512}) {
-          for (int mb : {128, 256}) {
-            SC(sc_comm_set_option(c.comm, "ll_threads", th));
-            SC(sc_comm_set_option(c.comm, "max_blocks", mb));
-            const double t = time_one(bytes, dt, SC_ALGO_FLAT);
-            if (c.rank == 0) printf("[sweep] %s %7zu B ll threads %3d blocks %3d %8.2f us\n", dn, bytes, th, mb, t);
+        for (int lamport : {0, 1}) {
+          SC(sc_comm_set_option(c.comm, "lamport_max_bytes", lamport ? 1ll << 40 : 0));
+          for (int th : {64, 128, 256, 512}) {
+            for (int mb : {128, 256}) {
+              SC(sc_comm_set_option(c.comm, "ll_threads", th));
+              SC(sc_comm_set_option(c.comm, "max_blocks", mb));
+              const double t = time_one(bytes, dt, SC_ALGO_FLAT);
+              if (c.rank == 0)
+                printf("[sweep] %s %7zu B %s threads %3d blocks %3d %8.2f us\n", dn, bytes, lamport ? "lamport" : "ll     ", th, mb, t);
+            }
           }
         }
+        SC(sc_comm_set_option(c.comm, "lamport_max_bytes", d_lam));
       }
     }
     SC(sc_comm_set_option(c.comm, "ll_threads", d_llt));
     SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
     set_ll(d_ll);
+  }
+  if (dda_trace) {  // --dda-trace: device timeline of back-to-back Lamport one-shots (sc_debug_lp_trace), fp32
+    const size_t ops = 256;
+    const int calls = 6;
+    std::vector<uint64_t> t(ops * 8);
+    SC(sc_debug_lp_trace(c.comm, nullptr, ops));
+    for (size_t bytes : {(size_t)1 << 10, (size_t)4 << 10, (size_t)8 << 10, (size_t)32 << 10, (size_t)128 << 10,
+                         (size_t)256 << 10}) {
+      if (bytes > max_bytes) continue;
+      const size_t count = bytes / 4;
+      for (int i = 0; i < 3; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_FLAT, c.stream));
+      SC(sc_stream_synchronize(c.stream));
+      SC(sc_debug_lp_trace(c.comm, t.data(), ops));  // clears
+      c.ex.barrier();
+      SC(sc_barrier(c.comm, c.stream));
+      SC(sc_stream_delay(c.stream, 2000.0));
+      for (int i = 0; i < calls; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_FLAT, c.stream));
+      SC(sc_stream_synchronize(c.stream));
+      if (sc_comm_check(c.comm) != SC_OK) die("dda trace: %s", sc_last_error());
+      SC(sc_debug_lp_trace(c.comm, t.data(), ops));
+      std::vector<size_t> used;
+      for (size_t k = 0; k < ops; ++k)
+        if (t[k * 8 + 7]) used.push_back(k);
+      std::sort(used.begin(), used.end(), [&](size_t a, size_t b) { return t[a * 8] < t[b * 8]; });
+      for (int q = 0; q < c.n; ++q) {
+        if (q == c.rank && !used.empty()) {
+          const uint64_t t0 = t[used[0] * 8];
+          auto us = [&](uint64_t v) { return v == ~0ull ? -1.0 : (double)(v - t0) / 1e3; };
+          printf("[dtrace r%d] %s fp32, %d calls; us from the first CTA start (CTA thread 0: started, pushed, first unit received, done):\n",
+                 c.rank, human(bytes).c_str(), calls);
+          for (size_t k : used) {
+            const uint64_t* w = &t[k * 8];
+            printf("[dtrace r%d]   start %7.2f..%7.2f  pushed %7.2f..%7.2f  recvd %7.2f..%7.2f  done %7.2f..%7.2f\n", c.rank,
+                   us(w[0]), us(w[1]), us(w[2]), us(w[3]), us(w[4]), us(w[5]), us(w[6]), us(w[7]));
+          }
+          fflush(stdout);
+        }
+        c.ex.barrier();
+      }
+    }
+    SC(sc_debug_lp_trace(c.comm, nullptr, 0));
   }
   if (diag) {  // the configuration that hung once in a sweep: 128-thread blocks, barrier-flat 4 MB
     set_ll(0);
@@ -1399,6 +1487,7 @@ int main(int argc, char** argv) {
     else if (a == "--csv") o.csv = next();
     else if (a == "-v") o.verbose = true;
     else if (a == "--sweep") o.sweep = true;
+    else if (a == "--dda-trace") dda_trace = true;
     else if (a == "--sweep-blocks") o.sweep_blocks = true;
     else if (a == "--diag") diag = true;
     else if (a == "--timeout") comm_timeout = atof(next());

@@ -68,21 +68,34 @@ sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __r
   }
 }
 
+// LL slot layout. A unit travels as two 16-byte lines. Units go in groups of 32: group g takes
+// 1 KB, line 0 of its 32 units first, then their line 1. The units of one warp are 32 consecutive
+// indices of one group (block sizes are whole warps and every thread's units are t0 + k * stride,
+// stride a multiple of 32), so a warp's store or load of one line covers 512 contiguous bytes.
+// Interleaving both lines of a unit would have each instruction write every other 16 bytes: half
+// of each 128-byte line per instruction, twice the NVLink write transactions.
+#define SC_LL_GROUP_BYTES 1024
+#define SC_LL_LINE1 512
+SC_DEV size_t sc_ll_line0(size_t u) { return (u >> 5) * SC_LL_GROUP_BYTES + (u & 31) * 16; }
+// Bytes of one rank's LL slot for `units` units (the host's capacity check uses the same formula).
+inline __host__ __device__ size_t sc_ll_slot_bytes(size_t units) { return ((units + 31) >> 5) * SC_LL_GROUP_BYTES; }
+
 // LL flag of an operation: a hash of its sequence number (never 0), so that stale lines of
 // earlier operations, or raw data of other kernels, practically never carry it.
 SC_DEV uint32_t sc_ll_flag(uint64_t seq) {
   return (uint32_t)(((seq + 1) * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
 }
 
-// Waits for one LL unit (two lines) of rank `peer` in our staging and returns its 16 data bytes.
+// Waits for one LL unit (two lines, at p and p + SC_LL_LINE1) of rank `peer` in our staging and
+// returns its 16 data bytes.
 SC_DEV bool sc_ll_recv(const ScDevComm& c, const char* p, uint32_t flag, int peer, uint4* out) {
-  uint4 a = sc_ld_ll16(p), b = sc_ld_ll16(p + 16);
+  uint4 a = sc_ld_ll16(p), b = sc_ld_ll16(p + SC_LL_LINE1);
   if (a.y != flag || a.w != flag || b.y != flag || b.w != flag) {
     const uint64_t t0 = sc_now_ticks();
     unsigned it = 0;
     for (;;) {
       a = sc_ld_ll16(p);
-      b = sc_ld_ll16(p + 16);
+      b = sc_ld_ll16(p + SC_LL_LINE1);
       if (a.y == flag && a.w == flag && b.y == flag && b.w == flag) break;
       if ((++it & 255u) == 0) {
         if (sc_ld_volatile_i32(c.abort_flag)) {
@@ -103,7 +116,7 @@ SC_DEV bool sc_ll_recv(const ScDevComm& c, const char* p, uint32_t flag, int pee
 
 // Flat / one-shot, LL protocol (small messages). No barrier: each unit travels as two LL lines
 // whose flags prove arrival, so latency is one one-way NVLink trip. The slot of rank q in our
-// staging half holds units*32 bytes. Reuse of a half two operations later is safe for the same
+// staging half holds sc_ll_slot_bytes(units) bytes. Reuse of a half two operations later is safe for the same
 // reason as in signal.cuh: completing an operation means having received every peer's lines of
 // it, which each peer only sent after finishing its previous operation.
 template <int DT, int OP>
@@ -114,7 +127,7 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
   const uint32_t flag = sc_ll_flag(seq);
   const int n = c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
-  const size_t slot = units * 32;
+  const size_t slot = sc_ll_slot_bytes(units);
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -127,9 +140,9 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
 #pragma unroll
     for (int q = 0; q < SC_MAX_RANKS; ++q) {
       if (q < n && q != r) {
-        char* d = sc_half(c, q, seq) + (size_t)r * slot + u * 32;
+        char* d = sc_half(c, q, seq) + (size_t)r * slot + sc_ll_line0(u);
         sc_st_ll16(d, l0);
-        sc_st_ll16(d + 16, l1);
+        sc_st_ll16(d + SC_LL_LINE1, l1);
       }
     }
   }
@@ -141,7 +154,7 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
     for (int q = 0; q < SC_MAX_RANKS; ++q) {
       if (q < n) {
         if (q == r) v[q] = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
-        else ok = ok && sc_ll_recv(c, mine + (size_t)q * slot + u * 32, flag, q, &v[q]);
+        else ok = ok && sc_ll_recv(c, mine + (size_t)q * slot + sc_ll_line0(u), flag, q, &v[q]);
       } else {
         v[q] = make_uint4(0, 0, 0, 0);
       }

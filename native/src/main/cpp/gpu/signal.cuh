@@ -68,6 +68,7 @@ struct ScDevComm {
   uint64_t trace_ops;
   uint64_t timeout_ticks;
   size_t half_bytes;              // size of one staging half
+  size_t lamport_off;             // offset of the Lamport region in every staging allocation (dda_lamport.cuh)
   int rank;
   int nranks;
 };

@@ -136,8 +136,14 @@ SC_API int sc_comm_size(sc_comm_t comm, int* nranks);
  * (RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES, RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES, RCCL_DDA_MAX_BLOCKS)
  * or from built-in measured defaults. */
 SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree_max_bytes, int max_blocks);
-/* Named tuning option: "flat_max_bytes", "tree_max_bytes", "ll_max_bytes" (flat uses the LL
- * protocol up to this size), "max_blocks".
+/* Named tuning option: "flat_max_bytes", "tree_max_bytes", "max_blocks", and for the flat one-shot's
+ * small-message protocols: "lamport_max_bytes" (fp32 / bf16 / fp16 use the Lamport protocol up to
+ * this size, and at most 1 MiB / nranks; 0 turns it off; default 512 KiB at 2 ranks, 64 KiB above,
+ * or SPARKCOMMS_DDA_LAMPORT_MAX_BYTES), "ll_max_bytes" (the other types, or all with Lamport off,
+ * use the LL protocol up to this size; default 256 KiB at 2 ranks, 64 KiB above, or
+ * SPARKCOMMS_DDA_LL_MAX_BYTES), "ll_threads" (block size of both, a multiple of 32 up to 512;
+ * default 128 or SPARKCOMMS_DDA_LL_THREADS). Lamport data whose 32-bit word is all ones (a NaN)
+ * arrives with its lowest bit cleared (still a NaN).
  * Low precision (LP): "lp_block_size" (elements per FP8 scale block, a multiple of 4 in
  * 4..65536; default 128 or SPARKCOMMS_LP_BLOCK_SIZE), "fp8_format" (SC_FP8_*; default from the
  * device arch: E4M3FNUZ on gfx940-942, else E4M3FN; env SPARKCOMMS_FP8_FORMAT=e4m3fn|e4m3fnuz),

@@ -1,0 +1,120 @@
+// DDA one-shot allreduce, Lamport protocol (small floating-point messages): the data travels once,
+// with no flag beside it. The LL protocol (dda_allreduce.cuh) sends a flag with every 4 data bytes,
+// twice the bytes on the link; the barrier one-shot sends the data once but pays a release fence
+// (a round trip) and a flag trip on top. Here the value itself says whether it arrived.
+//
+// The Lamport region: SC_LAMPORT_BYTES after the staging buffer (same allocation, same IPC handle),
+// two halves by operation parity like staging; in a half, slot q holds rank q's units. Every 32-bit
+// word of it holds SC_LAMPORT_EMPTY except while a peer's value for the current operation sits in it.
+//   - A sender never writes EMPTY: a word equal to it becomes EMPTY - 1 first (sc_lamport_clean).
+//     For fp32 both are NaNs; for bf16/fp16 the pair (0xFFFF, 0xFFFF) becomes (0xFFFE, 0xFFFF), NaNs
+//     again. Only a NaN payload changes, and the rank's own contribution gets the same change, so
+//     every rank reduces the same values (bit-identical results). Integer and fp64 data have no
+//     spare pattern and use LL.
+//   - Words are stored and loaded as single-copy-atomic elements (volatile 16-byte accesses of
+//     32-bit elements; HIP: 64-bit atomics), so a unit with no EMPTY word holds all of this
+//     operation's data for it.
+//   - The receiver writes EMPTY back into every unit it consumed, in the same kernel.
+//
+// Reuse of a half two operations later: peers write the half of operation seq again at seq + 2.
+// A peer starts seq + 2 only after finishing seq + 1, which needs our seq + 1 data, which we push
+// only from our seq + 1 kernel, after our seq kernel completed (stream order / PDL wait: its EMPTY
+// stores, local writes, are performed by then). So those EMPTY stores precede, in our memory, any
+// write of seq + 2; a receiver never takes a stale value for a new one. A failed operation leaves
+// the region dirty, but a failed communicator refuses every later call (sc_state_check).
+#pragma once
+
+#include "dda_allreduce.cuh"
+
+#define SC_LAMPORT_EMPTY 0xFFFFFFFFu
+#define SC_LAMPORT_BYTES (2ull << 20)
+#define SC_LAMPORT_HALF (SC_LAMPORT_BYTES / 2)
+
+// Floating types only (see above).
+template <int DT> struct ScLamportOk { enum { value = DT == SC_DT_F32 || DT == SC_DT_BF16 || DT == SC_DT_F16 }; };
+
+SC_DEV uint32_t sc_lamport_word(uint32_t w) { return w == SC_LAMPORT_EMPTY ? SC_LAMPORT_EMPTY - 1 : w; }
+SC_DEV uint4 sc_lamport_clean(uint4 x) {
+  return make_uint4(sc_lamport_word(x.x), sc_lamport_word(x.y), sc_lamport_word(x.z), sc_lamport_word(x.w));
+}
+SC_DEV bool sc_lamport_full(uint4 v) {
+  return v.x != SC_LAMPORT_EMPTY && v.y != SC_LAMPORT_EMPTY && v.z != SC_LAMPORT_EMPTY && v.w != SC_LAMPORT_EMPTY;
+}
+
+SC_DEV char* sc_lamport_half(const ScDevComm& c, int r, uint64_t seq) {
+  return c.staging[r] + c.lamport_off + (seq & 1) * SC_LAMPORT_HALF;
+}
+
+// Waits until the unit at p (our region, written by rank `peer`) holds no EMPTY word, returns it
+// and writes EMPTY back. Bounded like every wait: abort flag, another block's failure, timeout.
+SC_DEV bool sc_lamport_recv(const ScDevComm& c, char* p, int peer, uint4* out) {
+  uint4 v = sc_ld_ll16(p);
+  if (!sc_lamport_full(v)) {
+    const uint64_t t0 = sc_now_ticks();
+    unsigned it = 0;
+    for (;;) {
+      v = sc_ld_ll16(p);
+      if (sc_lamport_full(v)) break;
+      if ((++it & 255u) == 0) {
+        if (sc_ld_volatile_i32(c.abort_flag)) {
+          sc_report(c, SC_DEVERR_ABORT, peer);
+          return false;
+        }
+        if (c.err[0] != SC_DEVERR_NONE) return false;
+        if (sc_now_ticks() - t0 > c.timeout_ticks) {
+          sc_report(c, SC_DEVERR_TIMEOUT, peer);
+          return false;
+        }
+      }
+    }
+  }
+  sc_st_ll16(p, make_uint4(SC_LAMPORT_EMPTY, SC_LAMPORT_EMPTY, SC_LAMPORT_EMPTY, SC_LAMPORT_EMPTY));
+  *out = v;
+  return true;
+}
+
+// Slot of rank q: units * 16 bytes (units * 16 * nranks <= SC_LAMPORT_HALF, checked by the host).
+//   phase 1: push own (cleaned) unit u into slot `rank` of every peer's region
+//   phase 2: out[u] = reduce over q of (q == rank ? own cleaned unit : the unit received in slot q)
+// Same prologue as the other one-shots (sc_load_first).
+template <int DT, int OP>
+__global__ void __launch_bounds__(SC_THREADS)
+sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
+                       typename ScType<DT>::T* __restrict__ recv, size_t count,
+                       typename ScType<DT>::Acc factor) {
+  const int n = c.nranks, r = c.rank;
+  const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
+  const size_t slot = units * 16;
+  const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint4 first = sc_lamport_clean(sc_load_first<DT>(send, t0, units, count, sal));
+  if (!sc_kernel_begin(c, false)) return;
+  sc_trace(c, seq, 0);  // sc_debug_lp_trace only (`sc_gpu_test --dda-trace`): started, pushed, first unit in, done
+
+  for (size_t u = t0; u < units; u += stride) {
+    const uint4 x = u == t0 ? first : sc_lamport_clean(sc_load_unit<DT>(send, u, count, sal));
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q)
+      if (q < n && q != r) sc_st_ll16(sc_lamport_half(c, q, seq) + (size_t)r * slot + u * 16, x);
+  }
+  sc_trace(c, seq, 1);
+  char* mine = sc_lamport_half(c, r, seq);
+  for (size_t u = t0; u < units; u += stride) {
+    uint4 v[SC_MAX_RANKS];
+    bool ok = true;
+#pragma unroll
+    for (int q = 0; q < SC_MAX_RANKS; ++q) {
+      if (q < n) {
+        if (q == r) v[q] = u == t0 ? first : sc_lamport_clean(sc_load_unit<DT>(send, u, count, sal));
+        else ok = ok && sc_lamport_recv(c, mine + (size_t)q * slot + u * 16, q, &v[q]);
+      } else {
+        v[q] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (!ok) break;
+    if (u == t0) sc_trace(c, seq, 2);
+    sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
+  }
+  sc_trace(c, seq, 3);
+}
