@@ -5,7 +5,7 @@
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
 //               [--lp-sweep 'opt=v,opt=v;opt=v;...']   (LP one-shot time per option set, 16 MB ..)
 //               [--lp-trace]   (device timeline of the LP one-shot's chunk kernels, fp32 16 MB ..)
-//               [--sweep] [--dda-trace]   (with --bench-only: LL / Lamport block-size sweep; timeline of Lamport one-shots 1..256 KB)
+//               [--sweep]   (with --bench-only: LL / Lamport block size x block cap vs the barrier one-shot, 1..512 KB)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
 //               [--vclose] [--vclose-only] [--vclose-rounds N] [--vclose-comms K] [--vclose-a2av]
 //                                                   (vendor communicators closed at once)
@@ -677,9 +677,7 @@ struct BenchRow {
   double ll_us, flat_us, tree_us, auto_us, nccl_us;
 };
 
-static std::string human(size_t b);
 static bool diag = false;
-static bool dda_trace = false;
 static double comm_timeout = 120.0;
 static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool sweep_blocks, std::vector<BenchRow>& rows) {
   const int n = c.n;
@@ -760,47 +758,6 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
     SC(sc_comm_set_option(c.comm, "ll_threads", d_llt));
     SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
     set_ll(d_ll);
-  }
-  if (dda_trace) {  // --dda-trace: device timeline of back-to-back Lamport one-shots (sc_debug_lp_trace), fp32
-    const size_t ops = 256;
-    const int calls = 6;
-    std::vector<uint64_t> t(ops * 8);
-    SC(sc_debug_lp_trace(c.comm, nullptr, ops));
-    for (size_t bytes : {(size_t)1 << 10, (size_t)4 << 10, (size_t)8 << 10, (size_t)32 << 10, (size_t)128 << 10,
-                         (size_t)256 << 10}) {
-      if (bytes > max_bytes) continue;
-      const size_t count = bytes / 4;
-      for (int i = 0; i < 3; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_FLAT, c.stream));
-      SC(sc_stream_synchronize(c.stream));
-      SC(sc_debug_lp_trace(c.comm, t.data(), ops));  // clears
-      c.ex.barrier();
-      SC(sc_barrier(c.comm, c.stream));
-      SC(sc_stream_delay(c.stream, 2000.0));
-      for (int i = 0; i < calls; ++i) SC(sc_allreduce(c.comm, s.p, rb.p, count, SC_FLOAT32, SC_SUM, 1.0, SC_ALGO_FLAT, c.stream));
-      SC(sc_stream_synchronize(c.stream));
-      if (sc_comm_check(c.comm) != SC_OK) die("dda trace: %s", sc_last_error());
-      SC(sc_debug_lp_trace(c.comm, t.data(), ops));
-      std::vector<size_t> used;
-      for (size_t k = 0; k < ops; ++k)
-        if (t[k * 8 + 7]) used.push_back(k);
-      std::sort(used.begin(), used.end(), [&](size_t a, size_t b) { return t[a * 8] < t[b * 8]; });
-      for (int q = 0; q < c.n; ++q) {
-        if (q == c.rank && !used.empty()) {
-          const uint64_t t0 = t[used[0] * 8];
-          auto us = [&](uint64_t v) { return v == ~0ull ? -1.0 : (double)(v - t0) / 1e3; };
-          printf("[dtrace r%d] %s fp32, %d calls; us from the first CTA start (CTA thread 0: started, pushed, first unit received, done):\n",
-                 c.rank, human(bytes).c_str(), calls);
-          for (size_t k : used) {
-            const uint64_t* w = &t[k * 8];
-            printf("[dtrace r%d]   start %7.2f..%7.2f  pushed %7.2f..%7.2f  recvd %7.2f..%7.2f  done %7.2f..%7.2f\n", c.rank,
-                   us(w[0]), us(w[1]), us(w[2]), us(w[3]), us(w[4]), us(w[5]), us(w[6]), us(w[7]));
-          }
-          fflush(stdout);
-        }
-        c.ex.barrier();
-      }
-    }
-    SC(sc_debug_lp_trace(c.comm, nullptr, 0));
   }
   if (diag) {  // the configuration that hung once in a sweep: 128-thread blocks, barrier-flat 4 MB
     set_ll(0);
@@ -1487,7 +1444,6 @@ int main(int argc, char** argv) {
     else if (a == "--csv") o.csv = next();
     else if (a == "-v") o.verbose = true;
     else if (a == "--sweep") o.sweep = true;
-    else if (a == "--dda-trace") dda_trace = true;
     else if (a == "--sweep-blocks") o.sweep_blocks = true;
     else if (a == "--diag") diag = true;
     else if (a == "--timeout") comm_timeout = atof(next());

@@ -90,7 +90,6 @@ sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* 
   const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const uint4 first = sc_lamport_clean(sc_load_first<DT>(send, t0, units, count, sal));
   if (!sc_kernel_begin(c, false)) return;
-  sc_trace(c, seq, 0);  // sc_debug_lp_trace only (`sc_gpu_test --dda-trace`): started, pushed, first unit in, done
 
   for (size_t u = t0; u < units; u += stride) {
     const uint4 x = u == t0 ? first : sc_lamport_clean(sc_load_unit<DT>(send, u, count, sal));
@@ -98,7 +97,6 @@ sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* 
     for (int q = 0; q < SC_MAX_RANKS; ++q)
       if (q < n && q != r) sc_st_ll16(sc_lamport_half(c, q, seq) + (size_t)r * slot + u * 16, x);
   }
-  sc_trace(c, seq, 1);
   char* mine = sc_lamport_half(c, r, seq);
   for (size_t u = t0; u < units; u += stride) {
     uint4 v[SC_MAX_RANKS];
@@ -113,8 +111,6 @@ sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* 
       }
     }
     if (!ok) break;
-    if (u == t0) sc_trace(c, seq, 2);
     sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
   }
-  sc_trace(c, seq, 3);
 }

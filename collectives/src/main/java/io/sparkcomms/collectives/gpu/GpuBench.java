@@ -7,6 +7,7 @@ import io.sparkcomms.collectives.HalfFloats;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Sizes;
+import io.sparkcomms.collectives.Work;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import io.sparkcomms.nativeapi.SparkCommsNative;
@@ -219,6 +220,10 @@ public final class GpuBench {
     Native.check(SparkCommsNative.sc_event_create(start), "sc_event_create");
     Native.check(SparkCommsNative.sc_event_create(end), "sc_event_create");
     try {
+      // A device-side barrier right before the delay: the delays then start together on every GPU.
+      // After a host-side wait alone they would start as far apart as the ranks' threads resume,
+      // and the earlier rank's first call would wait that long for its peer, inside the timed run.
+      Work aligned = g.barrierAsync();
       g.delayStream(delayUs);
       Pointer s = new DevicePointer(g.streamAddress());
       Native.check(SparkCommsNative.sc_event_record(start, s), "sc_event_record");
@@ -227,6 +232,7 @@ public final class GpuBench {
       long h1 = System.nanoTime();
       Native.check(SparkCommsNative.sc_event_record(end, s), "sc_event_record");
       g.synchronize();
+      aligned.waitFor();
       float[] ms = new float[1];
       Native.check(SparkCommsNative.sc_event_elapsed_ms(start, end, ms), "sc_event_elapsed_ms");
       return new double[] {maxOverRanks(g, ms[0] * 1000.0 / iters), (h1 - h0) / 1e3 / iters};
