@@ -804,9 +804,10 @@ static size_t sc_env_size(const char* name, size_t dflt) {
 #define SC_DEFAULT_FLAT_MAX_8 (256ull << 10)
 // One-shot protocols below the barrier one-shot (2x H200, session 9, `sc_gpu_test --sweep`, bench/RESULTS.md):
 // - Lamport (floating types, dda_lamport.cuh) up to LAMPORT_MAX: 2 ranks, fp32, 8 KB 2.59 us, 64 KB
-//   2.97, 256 KB 3.82-3.90, 512 KB 4.68 against the barrier one-shot's 4.47 / 4.75 / 5.12 / 6.01.
+//   2.97, 256 KB 3.82-3.90, 512 KB 4.94 (4.68 with 256 blocks) against the barrier one-shot's
+//   4.47 / 4.75 / 5.12 / 6.01.
 // - LL (the other types) up to LL_MAX: 256 KB 4.65-4.81 us against 5.13; 512 KB 6.1-7.9 against 6.0.
-// Both use 128-thread blocks: at 8 KB, LL 2.76-2.84 us against 2.94-3.01 with 64 and 3.1-3.3 with 512.
+// Both use 128-thread blocks: at 8 KB, LL 2.76-2.92 us against 2.94-3.08 with 64 and 3.1-3.3 with 512.
 // Above 2 ranks both send to n-1 peers and are unmeasured: they keep the smaller limit.
 #define SC_DEFAULT_LL_THREADS 128
 #define SC_DEFAULT_LL_MAX_2 (256ull << 10)
@@ -1512,6 +1513,8 @@ static void sc_launch_allreduce_t(sc_comm* c, int algo, const void* s, void* r, 
   if (algo == SC_KIND_LAMPORT) {
     if constexpr (ScLamportOk<DT>::value)
       sc_launch(c, sc_k_allreduce_lamport<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+    else
+      c->launch_err = gpuErrorInvalidValue;  // the host's type check and ScLamportOk disagree: fail, never skip
   } else if (algo == SC_KIND_LL) {
     sc_launch(c, sc_k_allreduce_ll<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   } else if (algo == SC_ALGO_FLAT) {
@@ -1797,7 +1800,7 @@ extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t co
   size_t cap_units;
   const size_t units_all = (count + V - 1) / V;
   const bool lamport_type = dtype == SC_FLOAT32 || dtype == SC_BFLOAT16 || dtype == SC_FLOAT16;
-  if (algo == SC_ALGO_FLAT && count * es <= c->lamport_max && lamport_type &&
+  if (algo == SC_ALGO_FLAT && count <= c->lamport_max / es && lamport_type &&
       units_all * 16 * (size_t)n <= SC_LAMPORT_HALF) {
     algo = SC_KIND_LAMPORT;  // one chunk, Lamport protocol
     cap_units = units_all;

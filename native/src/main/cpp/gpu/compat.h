@@ -62,6 +62,7 @@ typedef hipGraphExec_t gpuGraphExec_t;
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuEventDestroy hipEventDestroy
 #define gpuErrorNotReady hipErrorNotReady
+#define gpuErrorInvalidValue hipErrorInvalidValue
 #define gpuIpcGetMemHandle hipIpcGetMemHandle
 #define gpuIpcOpenMemHandle hipIpcOpenMemHandle
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
@@ -121,6 +122,7 @@ typedef cudaGraphExec_t gpuGraphExec_t;
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuEventDestroy cudaEventDestroy
 #define gpuErrorNotReady cudaErrorNotReady
+#define gpuErrorInvalidValue cudaErrorInvalidValue
 #define gpuIpcGetMemHandle cudaIpcGetMemHandle
 #define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle

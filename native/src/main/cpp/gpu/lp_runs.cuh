@@ -268,37 +268,37 @@ SC_DEV void sc_lp_unfetch16(const ScLpRaw& r, const ScLpLane& x, const ScFp8& f,
 SC_DEV void sc_lp_get16(const char* run, size_t n, const ScLpLane& x, const ScFp8& f, float (&v)[16]) {
   sc_lp_unfetch16(sc_lp_fetch16(run, n, x), x, f, v);
 }
-// Two fetched runs' values, summed in rank order (AVG: / 2): sc_lp_sum16 for nr == 2, same bits.
-template <int OP>
-SC_DEV void sc_lp_sum2_16(const ScLpRaw& a, const ScLpRaw& b, const ScLpLane& x, const ScFp8& f, float (&v)[16]) {
+// v += the values of one fetched run (callers keep the rank order).
+SC_DEV void sc_lp_add16(const ScLpRaw& r, const ScLpLane& x, const ScFp8& f, float (&v)[16]) {
   float w[16];
-  sc_lp_unfetch16(a, x, f, v);
-  sc_lp_unfetch16(b, x, f, w);
+  sc_lp_unfetch16(r, x, f, w);
 #pragma unroll
   for (int k = 0; k < 16; ++k) v[k] = v[k] + w[k];
+}
+// AVG: the sum of nr runs divided by nr (IEEE division); other ops: unchanged.
+template <int OP>
+SC_DEV void sc_lp_finish16(float (&v)[16], int nr) {
   if (OP == SC_OP_AVG) {
 #pragma unroll
-    for (int k = 0; k < 16; ++k) v[k] = v[k] / 2.0f;
+    for (int k = 0; k < 16; ++k) v[k] = v[k] / (float)nr;
   }
 }
-// FP32 sum of the runs' values in rank order 0..nr-1; AVG divides by nr (IEEE division).
+// Two fetched runs' values, summed in rank order: sc_lp_sum16 for nr == 2, same bits.
+template <int OP>
+SC_DEV void sc_lp_sum2_16(const ScLpRaw& a, const ScLpRaw& b, const ScLpLane& x, const ScFp8& f, float (&v)[16]) {
+  sc_lp_unfetch16(a, x, f, v);
+  sc_lp_add16(b, x, f, v);
+  sc_lp_finish16<OP>(v, 2);
+}
+// FP32 sum of the runs' values in rank order 0..nr-1; AVG divides by nr.
 template <int OP>
 SC_DEV void sc_lp_sum16(const char* const (&runs)[SC_MAX_RANKS], int nr, size_t n, const ScLpLane& x, const ScFp8& f,
                         float (&v)[16]) {
   sc_lp_get16(runs[0], n, x, f, v);
 #pragma unroll
-  for (int q = 1; q < SC_MAX_RANKS; ++q) {
-    if (q < nr) {
-      float w[16];
-      sc_lp_get16(runs[q], n, x, f, w);
-#pragma unroll
-      for (int k = 0; k < 16; ++k) v[k] = v[k] + w[k];
-    }
-  }
-  if (OP == SC_OP_AVG) {
-#pragma unroll
-    for (int k = 0; k < 16; ++k) v[k] = v[k] / (float)nr;
-  }
+  for (int q = 1; q < SC_MAX_RANKS; ++q)
+    if (q < nr) sc_lp_add16(sc_lp_fetch16(runs[q], n, x), x, f, v);
+  sc_lp_finish16<OP>(v, nr);
 }
 // Scale exponent of a lane group's values, then this lane's codes.
 SC_DEV uint4 sc_lp_quant16(const float (&v)[16], int L, const ScFp8& f, int& e) {
