@@ -22,6 +22,8 @@
 // stores, local writes, are performed by then). So those EMPTY stores precede, in our memory, any
 // write of seq + 2; a receiver never takes a stale value for a new one. A failed operation leaves
 // the region dirty, but a failed communicator refuses every later call (sc_state_check).
+// Run and measured on CUDA (2x H200) only. On ROCm the argument leans on the system-scope atomic
+// EMPTY stores being performed at kernel end, as LL's does; no AMD GPU has run it.
 #pragma once
 
 #include "dda_allreduce.cuh"
