@@ -764,7 +764,7 @@ struct sc_comm {
   ScDevComm dev{};
   size_t flat_max = 0, tree_max = 0, ll_max = 0;
   int max_blocks = 0;
-  int threads = SC_THREADS, ll_threads = SC_THREADS;  // block sizes (<= SC_THREADS; ll_threads set in create)
+  int threads = SC_THREADS, ll_threads = SC_THREADS, lamport_threads = SC_THREADS;  // block sizes (<= SC_THREADS; the last two set in create)
   size_t lamport_max = 0;  // floating-point one-shots up to this size use the Lamport protocol (dda_lamport.cuh)
   bool pdl = true;    // programmatic dependent launch (CUDA, sm_90+)
   gpuError_t launch_err = gpuSuccess;  // result of the last sc_launch
@@ -802,14 +802,17 @@ static size_t sc_env_size(const char* name, size_t dflt) {
 #define SC_DEFAULT_FLAT_MAX_2 (4ull << 20)
 #define SC_DEFAULT_FLAT_MAX_4 (512ull << 10)
 #define SC_DEFAULT_FLAT_MAX_8 (256ull << 10)
-// One-shot protocols below the barrier one-shot (2x H200, session 9, `sc_gpu_test --sweep`, bench/RESULTS.md):
+// One-shot protocols below the barrier one-shot (2x H200, sessions 9-10, `sc_gpu_test --sweep`, bench/RESULTS.md):
 // - Lamport (floating types, dda_lamport.cuh) up to LAMPORT_MAX: 2 ranks, fp32, 8 KB 2.59 us, 64 KB
 //   2.97, 256 KB 3.82-3.90, 512 KB 4.94 (4.68 with 256 blocks) against the barrier one-shot's
-//   4.47 / 4.75 / 5.12 / 6.01.
+//   4.47 / 4.75 / 5.12 / 6.01 (session 9). Session 10: the two-rank build of the kernel (NR = 2)
+//   and 256-thread blocks: 256 KB 3.39-3.40 us, 512 KB 4.21-4.23 (128-thread blocks: 3.49-3.53 and
+//   4.87-4.91; the same at 8-64 KB within 0.1 us either way).
 // - LL (the other types) up to LL_MAX: 256 KB 4.65-4.81 us against 5.13; 512 KB 6.1-7.9 against 6.0.
-// Both use 128-thread blocks: at 8 KB, LL 2.76-2.92 us against 2.94-3.08 with 64 and 3.1-3.3 with 512.
+//   128-thread blocks: at 8 KB, LL 2.76-2.92 us against 2.94-3.08 with 64 and 3.1-3.3 with 512.
 // Above 2 ranks both send to n-1 peers and are unmeasured: they keep the smaller limit.
 #define SC_DEFAULT_LL_THREADS 128
+#define SC_DEFAULT_LAMPORT_THREADS 256
 #define SC_DEFAULT_LL_MAX_2 (256ull << 10)
 #define SC_DEFAULT_LL_MAX (64ull << 10)
 #define SC_DEFAULT_LAMPORT_MAX_2 (512ull << 10)
@@ -950,6 +953,8 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
   c->ll_max = sc_env_size("SPARKCOMMS_DDA_LL_MAX_BYTES", nranks <= 2 ? SC_DEFAULT_LL_MAX_2 : SC_DEFAULT_LL_MAX);
   const size_t llt = sc_env_size("SPARKCOMMS_DDA_LL_THREADS", SC_DEFAULT_LL_THREADS);
   c->ll_threads = sc_dda_threads_ok((long long)llt) ? (int)llt : SC_DEFAULT_LL_THREADS;
+  const size_t lmt = sc_env_size("SPARKCOMMS_DDA_LAMPORT_THREADS", SC_DEFAULT_LAMPORT_THREADS);
+  c->lamport_threads = sc_dda_threads_ok((long long)lmt) ? (int)lmt : SC_DEFAULT_LAMPORT_THREADS;
   c->pdl = sc_env_size("SPARKCOMMS_PDL", 1) != 0;
   c->lamport_max = sc_env_size("SPARKCOMMS_DDA_LAMPORT_MAX_BYTES", nranks <= 2 ? SC_DEFAULT_LAMPORT_MAX_2 : SC_DEFAULT_LAMPORT_MAX);
   c->tree_max = sc_env_size("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", SC_DEFAULT_TREE_MAX);
@@ -1244,15 +1249,16 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "ll_max_bytes")) c->ll_max = (size_t)value;
   else if (!strcmp(key, "pdl")) c->pdl = value != 0;
   else if (!strcmp(key, "lamport_max_bytes")) c->lamport_max = (size_t)value;
-  else if (!strcmp(key, "threads") || !strcmp(key, "ll_threads")) {
+  else if (!strcmp(key, "threads") || !strcmp(key, "ll_threads") || !strcmp(key, "lamport_threads")) {
+    int* field = !strcmp(key, "threads") ? &c->threads : !strcmp(key, "ll_threads") ? &c->ll_threads : &c->lamport_threads;
     if (!sc_dda_threads_ok(value))
       return sc_fail(SC_ERR_INVALID_ARG, "%s %lld: a multiple of 32 in 32..%d", key, value, SC_THREADS);
     // Known issue (2x H200, 2026-11-30): the barrier kernels with 128-thread blocks hung at 4 MB
     // (flat, 128 blocks) while every 512-thread configuration passed; until understood, only the
-    // validated block size is accepted for them. The LL kernel (no barrier) takes any size.
-    if (key[0] == 't' && value != SC_THREADS)
+    // validated block size is accepted for them. The LL and Lamport kernels (no barrier) take any size.
+    if (field == &c->threads && value != SC_THREADS)
       return sc_fail(SC_ERR_UNSUPPORTED, "threads %lld: only %d is validated for the barrier kernels", value, SC_THREADS);
-    (key[0] == 't' ? c->threads : c->ll_threads) = (int)value;
+    *field = (int)value;
   }
   else if (!strcmp(key, "max_blocks")) {
     if (value < 1 || value > SC_MAX_BLOCKS) return sc_fail(SC_ERR_INVALID_ARG, "max_blocks %lld outside 1..%d", value, SC_MAX_BLOCKS);
@@ -1285,7 +1291,7 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "lp_auto")) {
     if (value > 15) return sc_fail(SC_ERR_INVALID_ARG, "lp_auto %lld: a mask of 1|2|4|8", value);
     c->lp_auto = (int)value;
-  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, lamport_max_bytes, max_blocks, threads, ll_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads, lp_chunks, lp_chunk_min)", key);
+  } else return sc_fail(SC_ERR_INVALID_ARG, "unknown option '%s' (flat_max_bytes, tree_max_bytes, ll_max_bytes, lamport_max_bytes, max_blocks, threads, ll_threads, lamport_threads, pdl, lp_block_size, fp8_format, lp_min_bytes, lp_auto, lp_oneshot_max_ranks, lp_max_blocks, lp_threads, lp_chunks, lp_chunk_min)", key);
   return SC_OK;
 }
 
@@ -1512,13 +1518,14 @@ static void sc_launch_allreduce_t(sc_comm* c, int algo, const void* s, void* r, 
   const size_t units = (n + Ty::V - 1) / Ty::V;
   if (algo == SC_KIND_LAMPORT) {
     if constexpr (ScLamportOk<DT>::value)
-      sc_launch(c, sc_k_allreduce_lamport<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+      sc_launch(c, c->nranks == 2 ? sc_k_allreduce_lamport<DT, OP, 2> : sc_k_allreduce_lamport<DT, OP, 0>,
+                sc_blocks_for(c, units, c->lamport_threads), c->lamport_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
     else
       c->launch_err = gpuErrorInvalidValue;  // the host's type check and ScLamportOk disagree: fail, never skip
   } else if (algo == SC_KIND_LL) {
-    sc_launch(c, sc_k_allreduce_ll<DT, OP>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+    sc_launch(c, c->nranks == 2 ? sc_k_allreduce_ll<DT, OP, 2> : sc_k_allreduce_ll<DT, OP, 0>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   } else if (algo == SC_ALGO_FLAT) {
-    sc_launch(c, sc_k_allreduce_flat<DT, OP>, sc_blocks_for(c, units), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+    sc_launch(c, c->nranks == 2 ? sc_k_allreduce_flat<DT, OP, 2> : sc_k_allreduce_flat<DT, OP, 0>, sc_blocks_for(c, units), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   } else {
     const size_t su = (units + c->nranks - 1) / c->nranks;
     sc_launch(c, sc_k_allreduce_tree<DT, OP>, sc_blocks_for(c, su), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);

@@ -361,6 +361,30 @@ static size_t check_reduced(Ctx& c, const char* name, const unsigned char* out, 
   return bad;
 }
 
+// The DDA kernels' contract for fp32 / bf16 / fp16 SUM and AVG: accumulate in fp32 in rank order
+// 0..n-1 (AVG: then divide by n in fp32) and round once to the element type. The host repeats that
+// arithmetic, so every output element must match it bit for bit. Returns #elements that differ.
+static size_t check_fp32_order(Ctx& c, const char* name, const unsigned char* out, size_t count,
+                               const std::vector<std::vector<unsigned char>>& in, int dt, int op) {
+  size_t bad = 0;
+  const size_t es = DT_SIZE[dt];
+  unsigned char want[4];
+  for (size_t i = 0; i < count; ++i) {
+    float acc = (float)getf(in[0].data(), dt, i);
+    for (int q = 1; q < c.n; ++q) acc += (float)getf(in[q].data(), dt, i);
+    if (op == SC_AVG) acc /= (float)c.n;
+    putf(want, dt, 0, acc);  // float -> double -> float is exact: one rounding, to the element type
+    if (memcmp(out + i * es, want, es) != 0) {
+      if (bad < 4) {
+        c.fail("%s: element %zu = %.9g is not the fp32 rank-order result %.9g", name, i, getf(out, dt, i), getf(want, dt, 0));
+        --c.fails;  // counted once per case by the caller
+      }
+      ++bad;
+    }
+  }
+  return bad;
+}
+
 static bool guard_ok(const unsigned char* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (p[i] != 0xFF) return false;
@@ -432,6 +456,9 @@ static void run_correctness(Ctx& c, size_t staging) {
       }
       bad = check_reduced(c, name, out.data(), count, in, 0, dt, op, f, &max_rel);
       vendor16 = false;
+      if (!bad && (algo == SC_ALGO_FLAT || algo == SC_ALGO_TREE) && (op == SC_SUM || op == SC_AVG) &&
+          (dt == SC_FLOAT32 || dt == SC_BFLOAT16 || dt == SC_FLOAT16))
+        bad = check_fp32_order(c, name, out.data(), count, in, dt, op);
       c.hashes.push_back(fnv(out.data(), out_bytes));
       c.case_names.push_back(name);
     } else if (rs) {
@@ -494,11 +521,14 @@ static void run_correctness(Ctx& c, size_t staging) {
   const long long lam_max = env_lam && *env_lam ? strtoll(env_lam, nullptr, 10) : n <= 2 ? 512 << 10 : 64 << 10;
   for (int lamport : {1, 0}) {
     SC(sc_comm_set_option(c.comm, "lamport_max_bytes", lamport ? lam_max : 0));
-    // the library's defaults, or what the environment set (SC_DEFAULT_LL_MAX_2 / _MAX, SC_DEFAULT_LL_THREADS)
+    // the library's defaults, or what the environment set (SC_DEFAULT_LL_MAX_2 / _MAX, SC_DEFAULT_LL_THREADS,
+    // SC_DEFAULT_LAMPORT_THREADS)
     const char* env_max = getenv("SPARKCOMMS_DDA_LL_MAX_BYTES");
     const char* env_thr = getenv("SPARKCOMMS_DDA_LL_THREADS");
+    const char* env_lthr = getenv("SPARKCOMMS_DDA_LAMPORT_THREADS");
     const size_t ll_max = env_max && *env_max ? strtoull(env_max, nullptr, 10) : n <= 2 ? (size_t)256 << 10 : (size_t)64 << 10;
     const long long ll_thr = env_thr && *env_thr ? strtoll(env_thr, nullptr, 10) : 128;
+    const long long lam_thr = env_lthr && *env_lthr ? strtoll(env_lthr, nullptr, 10) : 256;
     if (ll_max >= 64 && ll_max <= ((size_t)16 << 20)) {
       for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
         const size_t at = ll_max / DT_SIZE[dt];
@@ -508,9 +538,11 @@ static void run_correctness(Ctx& c, size_t staging) {
           for (size_t cnt : {lat - 3, lat, lat + 1}) run_case("allreduce", dt, SC_SUM, SC_ALGO_FLAT, cnt, 0, 0);
       }
       SC(sc_comm_set_option(c.comm, "ll_threads", r == 0 ? 32 : 96));
+      SC(sc_comm_set_option(c.comm, "lamport_threads", r == 0 ? 32 : 96));
       for (int dt : {SC_FLOAT32, SC_BFLOAT16, SC_FLOAT16})
         for (int op : {SC_SUM, SC_MAX, SC_AVG}) run_case("allreduce", dt, op, SC_ALGO_FLAT, ll_max / DT_SIZE[dt] - 5, 1, 0);
       SC(sc_comm_set_option(c.comm, "ll_threads", ll_thr));
+      SC(sc_comm_set_option(c.comm, "lamport_threads", lam_thr));
       c.log("LL shapes (lamport %d) done: %d passed, %d failed so far", lamport, c.passes, c.fails);
     }
   }
@@ -709,8 +741,8 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
   int d_blocks;
   SC(sc_comm_get_tuning(c.comm, &d_flat, &d_tree, &d_blocks));
   auto set_ll = [&](long long v) { SC(sc_comm_set_option(c.comm, "ll_max_bytes", v)); };
-  // library defaults (SC_DEFAULT_LL_MAX_2 / SC_DEFAULT_LL_MAX, SC_DEFAULT_LL_THREADS)
-  const long long d_ll = c.n <= 2 ? 256 << 10 : 64 << 10, d_llt = 128, d_lam = c.n <= 2 ? 512 << 10 : 64 << 10;
+  // library defaults (SC_DEFAULT_LL_MAX_2 / SC_DEFAULT_LL_MAX, SC_DEFAULT_LL_THREADS, SC_DEFAULT_LAMPORT_THREADS)
+  const long long d_ll = c.n <= 2 ? 256 << 10 : 64 << 10, d_llt = 128, d_lamt = 256, d_lam = c.n <= 2 ? 512 << 10 : 64 << 10;
   auto time_one = [&](size_t bytes, int dt, int algo) -> double {
     const size_t count = bytes / DT_SIZE[dt];
     const int warm = 10;
@@ -752,7 +784,7 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
           SC(sc_comm_set_option(c.comm, "lamport_max_bytes", lamport ? 1ll << 40 : 0));
           for (int th : {64, 128, 256, 512}) {
             for (int mb : {128, 256}) {
-              SC(sc_comm_set_option(c.comm, "ll_threads", th));
+              SC(sc_comm_set_option(c.comm, lamport ? "lamport_threads" : "ll_threads", th));
               SC(sc_comm_set_option(c.comm, "max_blocks", mb));
               const double t = time_one(bytes, dt, SC_ALGO_FLAT);
               if (c.rank == 0)
@@ -764,6 +796,7 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
       }
     }
     SC(sc_comm_set_option(c.comm, "ll_threads", d_llt));
+    SC(sc_comm_set_option(c.comm, "lamport_threads", d_lamt));
     SC(sc_comm_set_option(c.comm, "max_blocks", d_blocks));
     set_ll(d_ll);
   }
@@ -1107,8 +1140,9 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
   SC(sc_runtime_info(info, sizeof(info)));
   c.log("%s; rank %d on device %d", info, rank, c.device);
   SC(sc_stream_create(&c.stream));
-  c.vendor = sc_vendor_available() == 1;
-  if (!c.vendor) c.log("vendor library unavailable: %s", sc_last_error());
+  c.vendor = sc_vendor_available() == 1 && ndev >= c.n;
+  if (ndev < c.n) c.log("vendor library not used: %d ranks share %d GPUs (it takes one rank per GPU)", c.n, ndev);
+  else if (!c.vendor) c.log("vendor library unavailable: %s", sc_last_error());
   else {
     int v = 0;
     SC(sc_vendor_version(&v));

@@ -24,12 +24,13 @@ SC_DEV uint4 sc_load_first(const typename ScType<DT>::T* send, size_t t0, size_t
   return t0 < units ? sc_load_unit<DT>(send, t0, count, al) : make_uint4(0, 0, 0, 0);
 }
 
-template <int DT, int OP>
+template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                     typename ScType<DT>::T* __restrict__ recv, size_t count,
                     typename ScType<DT>::Acc factor) {
-  const int n = c.nranks, r = c.rank;
+  constexpr int MAXR = NR > 0 ? NR : SC_MAX_RANKS;
+  const int n = NR > 0 ? NR : c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
   const size_t slot = units * 16;
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
@@ -40,13 +41,13 @@ sc_k_allreduce_flat(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __r
 
   uint4* dst[SC_MAX_RANKS];
 #pragma unroll
-  for (int q = 0; q < SC_MAX_RANKS; ++q)
+  for (int q = 0; q < MAXR; ++q)
     dst[q] = (q < n) ? (uint4*)(sc_half(c, q, seq) + (size_t)r * slot) : nullptr;
 
   for (size_t u = t0; u < units; u += stride) {
     const uint4 x = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
 #pragma unroll
-    for (int q = 0; q < SC_MAX_RANKS; ++q)
+    for (int q = 0; q < MAXR; ++q)
       if (q < n && q != r) dst[q][u] = x;
   }
 
@@ -89,27 +90,13 @@ SC_DEV uint32_t sc_ll_flag(uint64_t seq) {
 // Waits for one LL unit (two lines, at p and p + SC_LL_LINE1) of rank `peer` in our staging and
 // returns its 16 data bytes.
 SC_DEV bool sc_ll_recv(const ScDevComm& c, const char* p, uint32_t flag, int peer, uint4* out) {
-  uint4 a = sc_ld_ll16(p), b = sc_ld_ll16(p + SC_LL_LINE1);
-  if (a.y != flag || a.w != flag || b.y != flag || b.w != flag) {
-    const uint64_t t0 = sc_now_ticks();
-    unsigned it = 0;
-    for (;;) {
-      a = sc_ld_ll16(p);
-      b = sc_ld_ll16(p + SC_LL_LINE1);
-      if (a.y == flag && a.w == flag && b.y == flag && b.w == flag) break;
-      if ((++it & 255u) == 0) {
-        if (sc_ld_volatile_i32(c.abort_flag)) {
-          sc_report(c, SC_DEVERR_ABORT, peer);
-          return false;
-        }
-        if (c.err[0] != SC_DEVERR_NONE) return false;
-        if (sc_now_ticks() - t0 > c.timeout_ticks) {
-          sc_report(c, SC_DEVERR_TIMEOUT, peer);
-          return false;
-        }
-      }
-    }
-  }
+  uint4 a, b;
+  if (!sc_spin_until(c, peer, [&] {
+        a = sc_ld_ll16(p);
+        b = sc_ld_ll16(p + SC_LL_LINE1);
+        return a.y == flag && a.w == flag && b.y == flag && b.w == flag;
+      }))
+    return false;
   *out = make_uint4(a.x, a.z, b.x, b.z);
   return true;
 }
@@ -119,13 +106,14 @@ SC_DEV bool sc_ll_recv(const ScDevComm& c, const char* p, uint32_t flag, int pee
 // staging half holds sc_ll_slot_bytes(units) bytes. Reuse of a half two operations later is safe for the same
 // reason as in signal.cuh: completing an operation means having received every peer's lines of
 // it, which each peer only sent after finishing its previous operation.
-template <int DT, int OP>
+template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                   typename ScType<DT>::T* __restrict__ recv, size_t count,
                   typename ScType<DT>::Acc factor) {
   const uint32_t flag = sc_ll_flag(seq);
-  const int n = c.nranks, r = c.rank;
+  constexpr int MAXR = NR > 0 ? NR : SC_MAX_RANKS;
+  const int n = NR > 0 ? NR : c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
   const size_t slot = sc_ll_slot_bytes(units);
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
@@ -138,7 +126,7 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
     const uint4 x = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
     const uint4 l0 = make_uint4(x.x, flag, x.y, flag), l1 = make_uint4(x.z, flag, x.w, flag);
 #pragma unroll
-    for (int q = 0; q < SC_MAX_RANKS; ++q) {
+    for (int q = 0; q < MAXR; ++q) {
       if (q < n && q != r) {
         char* d = sc_half(c, q, seq) + (size_t)r * slot + sc_ll_line0(u);
         sc_st_ll16(d, l0);

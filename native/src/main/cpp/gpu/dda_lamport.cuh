@@ -31,6 +31,9 @@
 #define SC_LAMPORT_EMPTY 0xFFFFFFFFu
 #define SC_LAMPORT_BYTES (2ull << 20)
 #define SC_LAMPORT_HALF (SC_LAMPORT_BYTES / 2)
+#ifndef SC_LAMPORT_SLEEP_NS
+#define SC_LAMPORT_SLEEP_NS 0
+#endif
 
 // Floating types only (see above).
 template <int DT> struct ScLamportOk { enum { value = DT == SC_DT_F32 || DT == SC_DT_BF16 || DT == SC_DT_F16 }; };
@@ -48,28 +51,25 @@ SC_DEV char* sc_lamport_half(const ScDevComm& c, int r, uint64_t seq) {
 }
 
 // Waits until the unit at p (our region, written by rank `peer`) holds no EMPTY word, returns it
-// and writes EMPTY back. Bounded like every wait: abort flag, another block's failure, timeout.
+// and writes EMPTY back. Bounded like every wait (sc_spin_until).
 SC_DEV bool sc_lamport_recv(const ScDevComm& c, char* p, int peer, uint4* out) {
-  uint4 v = sc_ld_ll16(p);
-  if (!sc_lamport_full(v)) {
-    const uint64_t t0 = sc_now_ticks();
-    unsigned it = 0;
-    for (;;) {
-      v = sc_ld_ll16(p);
-      if (sc_lamport_full(v)) break;
-      if ((++it & 255u) == 0) {
-        if (sc_ld_volatile_i32(c.abort_flag)) {
-          sc_report(c, SC_DEVERR_ABORT, peer);
-          return false;
-        }
-        if (c.err[0] != SC_DEVERR_NONE) return false;
-        if (sc_now_ticks() - t0 > c.timeout_ticks) {
-          sc_report(c, SC_DEVERR_TIMEOUT, peer);
-          return false;
-        }
-      }
-    }
-  }
+  uint4 v;
+#if SC_LAMPORT_SLEEP_NS > 0
+  bool first = true;
+  if (!sc_spin_until(c, peer, [&] {
+        if (!first) __nanosleep(SC_LAMPORT_SLEEP_NS);
+        first = false;
+        v = sc_ld_ll16(p);
+        return sc_lamport_full(v);
+      }))
+    return false;
+#else
+  if (!sc_spin_until(c, peer, [&] {
+        v = sc_ld_ll16(p);
+        return sc_lamport_full(v);
+      }))
+    return false;
+#endif
   sc_st_ll16(p, make_uint4(SC_LAMPORT_EMPTY, SC_LAMPORT_EMPTY, SC_LAMPORT_EMPTY, SC_LAMPORT_EMPTY));
   *out = v;
   return true;
@@ -78,13 +78,15 @@ SC_DEV bool sc_lamport_recv(const ScDevComm& c, char* p, int peer, uint4* out) {
 // Slot of rank q: units * 16 bytes (units * 16 * nranks <= SC_LAMPORT_HALF, checked by the host).
 //   phase 1: push own (cleaned) unit u into slot `rank` of every peer's region
 //   phase 2: out[u] = reduce over q of (q == rank ? own cleaned unit : the unit received in slot q)
-// Same prologue as the other one-shots (sc_load_first).
-template <int DT, int OP>
+// Same prologue as the other one-shots (sc_load_first). NR: the rank count when known at compile
+// time (2: the two-GPU build of the kernel, whose loops the compiler resolves), 0: c.nranks.
+template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                        typename ScType<DT>::T* __restrict__ recv, size_t count,
                        typename ScType<DT>::Acc factor) {
-  const int n = c.nranks, r = c.rank;
+  constexpr int MAXR = NR > 0 ? NR : SC_MAX_RANKS;
+  const int n = NR > 0 ? NR : c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
   const size_t slot = units * 16;
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
@@ -96,7 +98,7 @@ sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* 
   for (size_t u = t0; u < units; u += stride) {
     const uint4 x = u == t0 ? first : sc_lamport_clean(sc_load_unit<DT>(send, u, count, sal));
 #pragma unroll
-    for (int q = 0; q < SC_MAX_RANKS; ++q)
+    for (int q = 0; q < MAXR; ++q)
       if (q < n && q != r) sc_st_ll16(sc_lamport_half(c, q, seq) + (size_t)r * slot + u * 16, x);
   }
   char* mine = sc_lamport_half(c, r, seq);

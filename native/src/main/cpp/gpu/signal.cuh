@@ -132,30 +132,38 @@ SC_DEV bool sc_kernel_begin(const ScDevComm& c, bool wait = true, bool trigger =
   return true;
 }
 
+// The one bounded wait of every kernel: polls ready() (a device lambda that loads and tests) until
+// it returns true. Every 256 polls it checks the host's abort flag, another block's failure and
+// the timeout, reports (sc_report) and returns false instead of hanging. The first poll runs
+// before the clock is read, so a wait that is already satisfied costs one load.
+template <typename Ready>
+SC_DEV bool sc_spin_until(const ScDevComm& c, int peer, Ready ready) {
+  if (ready()) return true;
+  const uint64_t t0 = sc_now_ticks();
+  for (unsigned it = 1;; ++it) {
+    if (ready()) return true;
+    if ((it & 255u) == 0) {
+      if (sc_ld_volatile_i32(c.abort_flag)) {
+        sc_report(c, SC_DEVERR_ABORT, peer);
+        return false;
+      }
+      if (c.err[0] != SC_DEVERR_NONE) return false;  // another block already failed
+      if (sc_now_ticks() - t0 > c.timeout_ticks) {
+        sc_report(c, SC_DEVERR_TIMEOUT, peer);
+        return false;
+      }
+    }
+  }
+}
+
 // Spin until *flag >= target (acquire), bounded by the timeout. Returns false on failure.
 // ahead: a flag value at or above it is not an arrival but a failure (SC_DEVERR_PEER_AHEAD).
 SC_DEV bool sc_wait_flag(const ScDevComm& c, const uint64_t* flag, uint64_t target, int peer,
                          uint64_t ahead = ~(uint64_t)0) {
   // Spin with relaxed loads (no fence per iteration); the final acquire load below re-reads the
   // flag (monotonic, so still >= target) and pairs with the peer's release store.
-  uint64_t f = sc_ld_relaxed_sys(flag);
-  if (f < target) {
-    const uint64_t t0 = sc_now_ticks();
-    unsigned it = 0;
-    while ((f = sc_ld_relaxed_sys(flag)) < target) {
-      if ((++it & 255u) == 0) {
-        if (sc_ld_volatile_i32(c.abort_flag)) {
-          sc_report(c, SC_DEVERR_ABORT, peer);
-          return false;
-        }
-        if (c.err[0] != SC_DEVERR_NONE) return false;  // another block already failed
-        if (sc_now_ticks() - t0 > c.timeout_ticks) {
-          sc_report(c, SC_DEVERR_TIMEOUT, peer);
-          return false;
-        }
-      }
-    }
-  }
+  uint64_t f = 0;
+  if (!sc_spin_until(c, peer, [&] { return (f = sc_ld_relaxed_sys(flag)) >= target; })) return false;
   if (f >= ahead) {
     sc_report(c, SC_DEVERR_PEER_AHEAD, peer);
     return false;

@@ -141,8 +141,9 @@ SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree
  * this size, and at most 1 MiB / nranks; 0 turns it off; default 512 KiB at 2 ranks, 64 KiB above,
  * or SPARKCOMMS_DDA_LAMPORT_MAX_BYTES), "ll_max_bytes" (the other types, or all with Lamport off,
  * use the LL protocol up to this size; default 256 KiB at 2 ranks, 64 KiB above, or
- * SPARKCOMMS_DDA_LL_MAX_BYTES), "ll_threads" (block size of both, a multiple of 32 up to 512;
- * default 128 or SPARKCOMMS_DDA_LL_THREADS). Lamport data whose 32-bit word is all ones (a NaN)
+ * SPARKCOMMS_DDA_LL_MAX_BYTES), "ll_threads" and "lamport_threads" (block sizes of the two, a
+ * multiple of 32 up to 512; defaults 128 and 256, or SPARKCOMMS_DDA_LL_THREADS and
+ * SPARKCOMMS_DDA_LAMPORT_THREADS; ranks may differ in them). Lamport data whose 32-bit word is all ones (a NaN)
  * arrives with its lowest bit cleared (still a NaN). The Lamport region is 2 MiB of device memory
  * per communicator, allocated with the staging buffer and independent of staging_bytes.
  * Low precision (LP): "lp_block_size" (elements per FP8 scale block, a multiple of 4 in
