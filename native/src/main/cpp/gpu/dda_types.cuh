@@ -101,31 +101,39 @@ SC_DEV bool sc_aligned16(const void* p) { return (((uintptr_t)p) & 15u) == 0; }
 // Unit u covers elements [u*V, min(count, u*V+V)). Full units of 16-byte aligned buffers use one
 // 16-byte access; partial units and unaligned buffers fall back to element accesses (the
 // element -> thread mapping is the same either way).
+// The element-wise paths (a buffer's last, partial unit; unaligned buffers) are kept out of line:
+// they are rare, and inlined they double the size of the 16-bit kernels' hot code.
 template <int DT>
-SC_DEV uint4 sc_load_unit(const typename ScType<DT>::T* base, size_t u, size_t count, bool al) {
-  const int V = ScType<DT>::V;
-  const size_t e0 = u * V;
-  if (al && e0 + V <= count) return *(const uint4*)(base + e0);
+__device__ __noinline__ uint4 sc_load_unit_slow(const typename ScType<DT>::T* base, size_t e0, size_t count) {
   ScPack<DT> p;
   p.u = make_uint4(0, 0, 0, 0);
 #pragma unroll
-  for (int k = 0; k < V; ++k)
+  for (int k = 0; k < ScType<DT>::V; ++k)
     if (e0 + k < count) p.e[k] = base[e0 + k];
   return p.u;
 }
 template <int DT>
-SC_DEV void sc_store_unit(typename ScType<DT>::T* base, size_t u, size_t count, bool al, uint4 v) {
-  const int V = ScType<DT>::V;
-  const size_t e0 = u * V;
-  if (al && e0 + V <= count) {
-    *(uint4*)(base + e0) = v;
-    return;
-  }
+__device__ __noinline__ void sc_store_unit_slow(typename ScType<DT>::T* base, size_t e0, size_t count, uint4 v) {
   ScPack<DT> p;
   p.u = v;
 #pragma unroll
-  for (int k = 0; k < V; ++k)
+  for (int k = 0; k < ScType<DT>::V; ++k)
     if (e0 + k < count) base[e0 + k] = p.e[k];
+}
+template <int DT>
+SC_DEV uint4 sc_load_unit(const typename ScType<DT>::T* base, size_t u, size_t count, bool al) {
+  const size_t e0 = u * ScType<DT>::V;
+  if (al && e0 + ScType<DT>::V <= count) return *(const uint4*)(base + e0);
+  return sc_load_unit_slow<DT>(base, e0, count);
+}
+template <int DT>
+SC_DEV void sc_store_unit(typename ScType<DT>::T* base, size_t u, size_t count, bool al, uint4 v) {
+  const size_t e0 = u * ScType<DT>::V;
+  if (al && e0 + ScType<DT>::V <= count) {
+    *(uint4*)(base + e0) = v;
+    return;
+  }
+  sc_store_unit_slow<DT>(base, e0, count, v);
 }
 
 // Reduce n packs in fixed rank order 0..n-1 (same result bits on every rank).
