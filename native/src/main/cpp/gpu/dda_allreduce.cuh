@@ -4,6 +4,11 @@
 // barrier, and then read only local memory. Each unit (16 bytes) is handled by the same
 // (block, thread) in every phase and on every rank; the barrier is per block, so that identical
 // mapping is what makes "peer block b arrived" cover exactly the units block b will read.
+//
+// NR (flat, LL and Lamport one-shots): the rank count when fixed at compile time. The host launches
+// NR = 2 for two ranks, where the rank loops and the reduction unroll to straight code, and NR = 0
+// (c.nranks, loops up to SC_MAX_RANKS) otherwise. Same results; on 2x H200 the two-rank build cut
+// the Lamport one-shot at 256 KB from 3.88 to 3.5 us (bench/RESULTS.md, session 10).
 #pragma once
 
 #include "dda_types.cuh"
