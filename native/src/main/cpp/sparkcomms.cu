@@ -845,7 +845,7 @@ static bool sc_lp_block_ok(long long bs) { return bs >= 4 && bs <= 65536 && bs %
 // correctly but slower (2x H200, session 6), and 128-thread barrier kernels once hung
 // (bench/gpu-native-notes.md), so it is not offered.
 static bool sc_lp_threads_ok(long long t) { return t == 256 || t == SC_THREADS; }
-// DDA block sizes (`threads`, `ll_threads`): whole warps, at most SC_THREADS.
+// DDA block sizes (`threads`, `ll_threads`, `lamport_threads`): whole warps, at most SC_THREADS.
 static bool sc_dda_threads_ok(long long t) { return t >= 32 && t <= SC_THREADS && t % 32 == 0; }
 
 static int sc_env_flag(const char* name, int dflt) {
@@ -1516,20 +1516,25 @@ static void sc_launch_allreduce_t(sc_comm* c, int algo, const void* s, void* r, 
   typedef typename Ty::T T;
   typedef typename Ty::Acc Acc;
   const size_t units = (n + Ty::V - 1) / Ty::V;
+  // The one-shots' two-rank build (NR = 2, dda_allreduce.cuh) at two ranks, the generic one otherwise.
+#define SC_ONESHOT(kernel) (c->nranks == 2 ? kernel<DT, OP, 2> : kernel<DT, OP, 0>)
   if (algo == SC_KIND_LAMPORT) {
     if constexpr (ScLamportOk<DT>::value)
-      sc_launch(c, c->nranks == 2 ? sc_k_allreduce_lamport<DT, OP, 2> : sc_k_allreduce_lamport<DT, OP, 0>,
-                sc_blocks_for(c, units, c->lamport_threads), c->lamport_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+      sc_launch(c, SC_ONESHOT(sc_k_allreduce_lamport), sc_blocks_for(c, units, c->lamport_threads), c->lamport_threads,
+                st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
     else
       c->launch_err = gpuErrorInvalidValue;  // the host's type check and ScLamportOk disagree: fail, never skip
   } else if (algo == SC_KIND_LL) {
-    sc_launch(c, c->nranks == 2 ? sc_k_allreduce_ll<DT, OP, 2> : sc_k_allreduce_ll<DT, OP, 0>, sc_blocks_for(c, units, c->ll_threads), c->ll_threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+    sc_launch(c, SC_ONESHOT(sc_k_allreduce_ll), sc_blocks_for(c, units, c->ll_threads), c->ll_threads,
+              st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   } else if (algo == SC_ALGO_FLAT) {
-    sc_launch(c, c->nranks == 2 ? sc_k_allreduce_flat<DT, OP, 2> : sc_k_allreduce_flat<DT, OP, 0>, sc_blocks_for(c, units), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
+    sc_launch(c, SC_ONESHOT(sc_k_allreduce_flat), sc_blocks_for(c, units), c->threads,
+              st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   } else {
     const size_t su = (units + c->nranks - 1) / c->nranks;
     sc_launch(c, sc_k_allreduce_tree<DT, OP>, sc_blocks_for(c, su), c->threads, st, c->dev, c->seq, (const T*)s, (T*)r, n, (Acc)f);
   }
+#undef SC_ONESHOT
 }
 template <int DT, int OP>
 static void sc_launch_rs_t(sc_comm* c, const void* s, void* r, size_t n, size_t stride, double f, gpuStream_t st) {

@@ -140,6 +140,7 @@ typedef cudaPointerAttributes gpuPointerAttributes;
 // Device-side primitives
 // ---------------------------------------------------------------------------------------------
 #define SC_DEV __device__ __forceinline__
+#define SC_DEV_NOINLINE __device__ __noinline__  // rare paths kept out of the hot code
 
 // Signal-buffer allocation: on ROCm the flags must live in uncached memory so that polling
 // sees remote writes without cache maintenance; on CUDA plain device memory is coherent for

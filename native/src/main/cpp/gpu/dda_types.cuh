@@ -104,7 +104,7 @@ SC_DEV bool sc_aligned16(const void* p) { return (((uintptr_t)p) & 15u) == 0; }
 // The element-wise paths (a buffer's last, partial unit; unaligned buffers) are kept out of line:
 // they are rare, and inlined they double the size of the 16-bit kernels' hot code.
 template <int DT>
-__device__ __noinline__ uint4 sc_load_unit_slow(const typename ScType<DT>::T* base, size_t e0, size_t count) {
+SC_DEV_NOINLINE uint4 sc_load_unit_slow(const typename ScType<DT>::T* base, size_t e0, size_t count) {
   ScPack<DT> p;
   p.u = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -113,7 +113,7 @@ __device__ __noinline__ uint4 sc_load_unit_slow(const typename ScType<DT>::T* ba
   return p.u;
 }
 template <int DT>
-__device__ __noinline__ void sc_store_unit_slow(typename ScType<DT>::T* base, size_t e0, size_t count, uint4 v) {
+SC_DEV_NOINLINE void sc_store_unit_slow(typename ScType<DT>::T* base, size_t e0, size_t count, uint4 v) {
   ScPack<DT> p;
   p.u = v;
 #pragma unroll

@@ -135,7 +135,7 @@ SC_DEV bool sc_kernel_begin(const ScDevComm& c, bool wait = true, bool trigger =
 // The one bounded wait of every kernel: polls ready() (a device lambda that loads and tests) until
 // it returns true. Every 256 polls it checks the host's abort flag, another block's failure and
 // the timeout, reports (sc_report) and returns false instead of hanging. The first poll runs
-// before the clock is read, so a wait that is already satisfied costs one load.
+// before the clock is read, so a wait that is already satisfied costs one poll.
 template <typename Ready>
 SC_DEV bool sc_spin_until(const ScDevComm& c, int peer, Ready ready) {
   if (ready()) return true;

@@ -143,8 +143,8 @@ SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree
  * use the LL protocol up to this size; default 256 KiB at 2 ranks, 64 KiB above, or
  * SPARKCOMMS_DDA_LL_MAX_BYTES), "ll_threads" and "lamport_threads" (block sizes of the two, a
  * multiple of 32 up to 512; defaults 128 and 256, or SPARKCOMMS_DDA_LL_THREADS and
- * SPARKCOMMS_DDA_LAMPORT_THREADS; ranks may differ in them). Lamport data whose 32-bit word is all ones (a NaN)
- * arrives with its lowest bit cleared (still a NaN). The Lamport region is 2 MiB of device memory
+ * SPARKCOMMS_DDA_LAMPORT_THREADS; ranks may differ in them). Lamport data whose 32-bit word is
+ * all ones (a NaN) arrives with its lowest bit cleared (still a NaN). The Lamport region is 2 MiB of device memory
  * per communicator, allocated with the staging buffer and independent of staging_bytes.
  * Low precision (LP): "lp_block_size" (elements per FP8 scale block, a multiple of 4 in
  * 4..65536; default 128 or SPARKCOMMS_LP_BLOCK_SIZE), "fp8_format" (SC_FP8_*; default from the
