@@ -144,8 +144,9 @@ SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree
  * SPARKCOMMS_DDA_LL_MAX_BYTES), "ll_threads" and "lamport_threads" (block sizes of the two, a
  * multiple of 32 up to 512; defaults 128 and 256, or SPARKCOMMS_DDA_LL_THREADS and
  * SPARKCOMMS_DDA_LAMPORT_THREADS; ranks may differ in them). Lamport data whose 32-bit word is
- * all ones (a NaN) arrives with its lowest bit cleared (still a NaN). The Lamport region is 2 MiB of device memory
- * per communicator, allocated with the staging buffer and independent of staging_bytes.
+ * all ones (a NaN) arrives with its lowest bit cleared (still a NaN). The Lamport region is 2 MiB
+ * of device memory per communicator, allocated with the staging buffer and independent of
+ * staging_bytes.
  * Low precision (LP): "lp_block_size" (elements per FP8 scale block, a multiple of 4 in
  * 4..65536; default 128 or SPARKCOMMS_LP_BLOCK_SIZE), "fp8_format" (SC_FP8_*; default from the
  * device arch: E4M3FNUZ on gfx940-942, else E4M3FN; env SPARKCOMMS_FP8_FORMAT=e4m3fn|e4m3fnuz),
