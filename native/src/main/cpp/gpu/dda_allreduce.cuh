@@ -107,48 +107,41 @@ SC_DEV bool sc_ll_recv(const ScDevComm& c, const char* p, uint32_t flag, int pee
   return true;
 }
 
-// Flat / one-shot, LL protocol (small messages). No barrier: each unit travels as two LL lines
-// whose flags prove arrival, so latency is one one-way NVLink trip. The slot of rank q in our
-// staging half holds sc_ll_slot_bytes(units) bytes. Reuse of a half two operations later is safe for the same
-// reason as in signal.cuh: completing an operation means having received every peer's lines of
-// it, which each peer only sent after finishing its previous operation.
-template <int DT, int OP, int NR>
-__global__ void __launch_bounds__(SC_THREADS)
-sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
-                  typename ScType<DT>::T* __restrict__ recv, size_t count,
-                  typename ScType<DT>::Acc factor) {
-  const uint32_t flag = sc_ll_flag(seq);
+// The one-shots whose data proves its own arrival (LL below, Lamport in dda_lamport.cuh) share one
+// body: push every own unit into slot `rank` of every peer, then, unit by unit, wait for each peer's
+// copy in our own slot and reduce in rank order. No barrier: latency is one one-way NVLink trip.
+// A protocol P says how a unit is prepared for the wire (prep; the reduction uses the same value for
+// our own contribution), where a rank's slot starts (half(c, q, seq) + rank * slot_bytes(units)),
+// how unit u is stored into a slot (push) and how its arrival is recognised (recv, a bounded wait).
+// Same prologue as the other one-shots (sc_load_first); NR as above.
+template <class P, int DT, int OP, int NR>
+SC_DEV void sc_allreduce_oneshot(const P& p, const ScDevComm& c, uint64_t seq, const typename ScType<DT>::T* send,
+                                 typename ScType<DT>::T* recv, size_t count, typename ScType<DT>::Acc factor) {
   constexpr int MAXR = NR > 0 ? NR : SC_MAX_RANKS;
   const int n = NR > 0 ? NR : c.nranks, r = c.rank;
   const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
-  const size_t slot = sc_ll_slot_bytes(units);
+  const size_t slot = P::slot_bytes(units);
   const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const uint4 first = sc_load_first<DT>(send, t0, units, count, sal);
+  const uint4 first = P::prep(sc_load_first<DT>(send, t0, units, count, sal));
   if (!sc_kernel_begin(c, false)) return;
 
   for (size_t u = t0; u < units; u += stride) {
-    const uint4 x = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
-    const uint4 l0 = make_uint4(x.x, flag, x.y, flag), l1 = make_uint4(x.z, flag, x.w, flag);
+    const uint4 x = u == t0 ? first : P::prep(sc_load_unit<DT>(send, u, count, sal));
 #pragma unroll
-    for (int q = 0; q < MAXR; ++q) {
-      if (q < n && q != r) {
-        char* d = sc_half(c, q, seq) + (size_t)r * slot + sc_ll_line0(u);
-        sc_st_ll16(d, l0);
-        sc_st_ll16(d + SC_LL_LINE1, l1);
-      }
-    }
+    for (int q = 0; q < MAXR; ++q)
+      if (q < n && q != r) p.push(P::half(c, q, seq) + (size_t)r * slot, u, x);
   }
-  const char* mine = sc_half(c, r, seq);
+  char* mine = P::half(c, r, seq);
   for (size_t u = t0; u < units; u += stride) {
     uint4 v[SC_MAX_RANKS];
     bool ok = true;
 #pragma unroll
     for (int q = 0; q < SC_MAX_RANKS; ++q) {
       if (q < n) {
-        if (q == r) v[q] = u == t0 ? first : sc_load_unit<DT>(send, u, count, sal);
-        else ok = ok && sc_ll_recv(c, mine + (size_t)q * slot + sc_ll_line0(u), flag, q, &v[q]);
+        if (q == r) v[q] = u == t0 ? first : P::prep(sc_load_unit<DT>(send, u, count, sal));
+        else ok = ok && p.recv(c, mine + (size_t)q * slot, u, q, &v[q]);
       } else {
         v[q] = make_uint4(0, 0, 0, 0);
       }
@@ -156,6 +149,34 @@ sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __res
     if (!ok) break;
     sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
   }
+}
+
+// LL protocol (small messages): each unit travels as two LL lines whose flags prove arrival. The
+// slot of rank q in our staging half holds sc_ll_slot_bytes(units) bytes. Reuse of a half two
+// operations later is safe for the same reason as in signal.cuh: completing an operation means
+// having received every peer's lines of it, which each peer only sent after finishing its previous
+// operation.
+struct ScLL {
+  uint32_t flag;  // sc_ll_flag(seq)
+  static SC_DEV size_t slot_bytes(size_t units) { return sc_ll_slot_bytes(units); }
+  static SC_DEV uint4 prep(uint4 x) { return x; }
+  static SC_DEV char* half(const ScDevComm& c, int q, uint64_t seq) { return sc_half(c, q, seq); }
+  SC_DEV void push(char* slot, size_t u, uint4 x) const {
+    char* d = slot + sc_ll_line0(u);
+    sc_st_ll16(d, make_uint4(x.x, flag, x.y, flag));
+    sc_st_ll16(d + SC_LL_LINE1, make_uint4(x.z, flag, x.w, flag));
+  }
+  SC_DEV bool recv(const ScDevComm& c, const char* slot, size_t u, int peer, uint4* out) const {
+    return sc_ll_recv(c, slot + sc_ll_line0(u), flag, peer, out);
+  }
+};
+
+template <int DT, int OP, int NR>
+__global__ void __launch_bounds__(SC_THREADS)
+sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
+                  typename ScType<DT>::T* __restrict__ recv, size_t count,
+                  typename ScType<DT>::Acc factor) {
+  sc_allreduce_oneshot<ScLL, DT, OP, NR>(ScLL{sc_ll_flag(seq)}, c, seq, send, recv, count, factor);
 }
 
 // Tree / two-shot. Units are split into n slices of `su` units (the last may be shorter or

@@ -62,45 +62,23 @@ SC_DEV bool sc_lamport_recv(const ScDevComm& c, char* p, int peer, uint4* out) {
   return true;
 }
 
-// Slot of rank q: units * 16 bytes (units * 16 * nranks <= SC_LAMPORT_HALF, checked by the host).
-//   phase 1: push own (cleaned) unit u into slot `rank` of every peer's region
-//   phase 2: out[u] = reduce over q of (q == rank ? own cleaned unit : the unit received in slot q)
-// Same prologue as the other one-shots (sc_load_first); NR as in dda_allreduce.cuh.
+// The Lamport protocol for sc_allreduce_oneshot (dda_allreduce.cuh). Slot of rank q: units * 16
+// bytes (units * 16 * nranks <= SC_LAMPORT_HALF, checked by the host). A unit is cleaned
+// (sc_lamport_clean) before it is pushed, and our own contribution gets the same cleaning.
+struct ScLamport {
+  static SC_DEV size_t slot_bytes(size_t units) { return units * 16; }
+  static SC_DEV uint4 prep(uint4 x) { return sc_lamport_clean(x); }
+  static SC_DEV char* half(const ScDevComm& c, int q, uint64_t seq) { return sc_lamport_half(c, q, seq); }
+  SC_DEV void push(char* slot, size_t u, uint4 x) const { sc_st_ll16(slot + u * 16, x); }
+  SC_DEV bool recv(const ScDevComm& c, char* slot, size_t u, int peer, uint4* out) const {
+    return sc_lamport_recv(c, slot + u * 16, peer, out);
+  }
+};
+
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_lamport(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                        typename ScType<DT>::T* __restrict__ recv, size_t count,
                        typename ScType<DT>::Acc factor) {
-  constexpr int MAXR = NR > 0 ? NR : SC_MAX_RANKS;
-  const int n = NR > 0 ? NR : c.nranks, r = c.rank;
-  const size_t units = (count + ScType<DT>::V - 1) / ScType<DT>::V;
-  const size_t slot = units * 16;
-  const bool sal = sc_aligned16(send), ral = sc_aligned16(recv);
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const uint4 first = sc_lamport_clean(sc_load_first<DT>(send, t0, units, count, sal));
-  if (!sc_kernel_begin(c, false)) return;
-
-  for (size_t u = t0; u < units; u += stride) {
-    const uint4 x = u == t0 ? first : sc_lamport_clean(sc_load_unit<DT>(send, u, count, sal));
-#pragma unroll
-    for (int q = 0; q < MAXR; ++q)
-      if (q < n && q != r) sc_st_ll16(sc_lamport_half(c, q, seq) + (size_t)r * slot + u * 16, x);
-  }
-  char* mine = sc_lamport_half(c, r, seq);
-  for (size_t u = t0; u < units; u += stride) {
-    uint4 v[SC_MAX_RANKS];
-    bool ok = true;
-#pragma unroll
-    for (int q = 0; q < SC_MAX_RANKS; ++q) {
-      if (q < n) {
-        if (q == r) v[q] = u == t0 ? first : sc_lamport_clean(sc_load_unit<DT>(send, u, count, sal));
-        else ok = ok && sc_lamport_recv(c, mine + (size_t)q * slot + u * 16, q, &v[q]);
-      } else {
-        v[q] = make_uint4(0, 0, 0, 0);
-      }
-    }
-    if (!ok) break;
-    sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
-  }
+  sc_allreduce_oneshot<ScLamport, DT, OP, NR>(ScLamport{}, c, seq, send, recv, count, factor);
 }
