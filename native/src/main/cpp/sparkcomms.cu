@@ -1249,8 +1249,10 @@ extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value)
   else if (!strcmp(key, "ll_max_bytes")) c->ll_max = (size_t)value;
   else if (!strcmp(key, "pdl")) c->pdl = value != 0;
   else if (!strcmp(key, "lamport_max_bytes")) c->lamport_max = (size_t)value;
-  else if (!strcmp(key, "threads") || !strcmp(key, "ll_threads") || !strcmp(key, "lamport_threads")) {
-    int* field = !strcmp(key, "threads") ? &c->threads : !strcmp(key, "ll_threads") ? &c->ll_threads : &c->lamport_threads;
+  else if (int* field = !strcmp(key, "threads")         ? &c->threads
+                       : !strcmp(key, "ll_threads")      ? &c->ll_threads
+                       : !strcmp(key, "lamport_threads") ? &c->lamport_threads
+                                                         : nullptr) {
     if (!sc_dda_threads_ok(value))
       return sc_fail(SC_ERR_INVALID_ARG, "%s %lld: a multiple of 32 in 32..%d", key, value, SC_THREADS);
     // Known issue (2x H200, 2026-11-30): the barrier kernels with 128-thread blocks hung at 4 MB

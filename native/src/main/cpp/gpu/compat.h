@@ -315,11 +315,13 @@ SC_DEV uint16_t sc_f2bf(float f) {
 // ahead of two sc_f2bf calls. A hardware cvt.rn.bf16x2.f32 (same bits for every non-NaN input,
 // checked over all 2^32 on the H200) was slower, as was any out-of-line NaN path: keep calls out
 // of the reduction.
+SC_DEV uint32_t sc_bf_round_word(float f) {  // upper 16 bits = the bf16 of f; lower bits are junk
+  const uint32_t u = __float_as_uint(f);
+  return f != f ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u);
+}
 SC_DEV uint32_t sc_f2bf2(float hi, float lo) {
-  const uint32_t a = __float_as_uint(lo), b = __float_as_uint(hi);
-  const uint32_t ra = lo != lo ? (a | 0x400000u) : a + 0x7fffu + ((a >> 16) & 1u);
-  const uint32_t rb = hi != hi ? (b | 0x400000u) : b + 0x7fffu + ((b >> 16) & 1u);
-  return (rb & 0xffff0000u) | (ra >> 16);
+  const uint32_t l = sc_bf_round_word(lo), h = sc_bf_round_word(hi);
+  return (h & 0xffff0000u) | (l >> 16);
 }
 
 #endif  // device compilation
