@@ -47,6 +47,8 @@ w("  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);")
 w("  if (!h) { snprintf(sc_dl_error, sizeof sc_dl_error, \"GPU backend unavailable: %s\", dlerror()); return 1; }")
 for ret, name, args in funcs:
     w(f"  *(void**)(&sc_fp_{name}) = dlsym(h, \"{name}\");")
+    if name.startswith("sc_debug_"):
+        continue  # test hooks: only test builds of the library have them (SC_DEBUG_HOOKS)
     w(f"  if (!sc_fp_{name}) {{ snprintf(sc_dl_error, sizeof sc_dl_error, \"GPU backend unavailable: %s lacks {name} (built from another sparkcomms.h?)\", path); dlclose(h); return 1; }}")
 w("  sc_dl_handle = h;")
 w("  return 0;")
@@ -58,6 +60,8 @@ for ret, name, args in funcs:
     call = f"sc_fp_{name}({arg_names(args)})"
     if name == "sc_last_error":
         body = f"return sc_fp_{name} ? {call} : sc_dl_error;"
+    elif ret == "int" and name.startswith("sc_debug_"):
+        body = (f"if (!sc_fp_{name}) return sc_dl_handle ? SC_ERR_UNSUPPORTED : SC_ERR_NO_DEVICE; return {call};")
     elif ret == "int":
         body = f"if (!sc_fp_{name}) return {'0' if name in ('sc_vendor_available', 'sc_vendor_unique_id_size') else 'SC_ERR_NO_DEVICE'}; return {call};"
     elif ret == "size_t":

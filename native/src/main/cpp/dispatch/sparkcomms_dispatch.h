@@ -14,7 +14,6 @@ static const char* (*sc_fp_sc_status_name)(int status) = 0;
 static int (*sc_fp_sc_runtime_info)(char* buf, int len) = 0;
 static int (*sc_fp_sc_device_count)(int* count) = 0;
 static int (*sc_fp_sc_set_device)(int device) = 0;
-static int (*sc_fp_sc_get_device)(int* device) = 0;
 static int (*sc_fp_sc_device_synchronize)(void) = 0;
 static int (*sc_fp_sc_malloc)(void** ptr, size_t bytes) = 0;
 static int (*sc_fp_sc_free)(void* ptr) = 0;
@@ -23,7 +22,6 @@ static int (*sc_fp_sc_malloc_host)(void** ptr, size_t bytes) = 0;
 static int (*sc_fp_sc_free_host)(void* ptr) = 0;
 static int (*sc_fp_sc_memcpy_htod)(void* dst, const void* src, size_t bytes, void* stream) = 0;
 static int (*sc_fp_sc_memcpy_dtoh)(void* dst, const void* src, size_t bytes, void* stream) = 0;
-static int (*sc_fp_sc_memcpy_dtod)(void* dst, const void* src, size_t bytes, void* stream) = 0;
 static int (*sc_fp_sc_memset)(void* dst, int value, size_t bytes, void* stream) = 0;
 static int (*sc_fp_sc_stream_create)(void** stream) = 0;
 static int (*sc_fp_sc_stream_destroy)(void* stream) = 0;
@@ -46,12 +44,10 @@ static int (*sc_fp_sc_comm_connect)(sc_comm_t comm, const void* all_ranks_blobs,
 static int (*sc_fp_sc_comm_abort)(sc_comm_t comm) = 0;
 static int (*sc_fp_sc_comm_check)(sc_comm_t comm) = 0;
 static int (*sc_fp_sc_comm_destroy)(sc_comm_t comm) = 0;
-static int (*sc_fp_sc_comm_rank)(sc_comm_t comm, int* rank) = 0;
-static int (*sc_fp_sc_comm_size)(sc_comm_t comm, int* nranks) = 0;
-static int (*sc_fp_sc_comm_set_tuning)(sc_comm_t comm, size_t flat_max_bytes, size_t tree_max_bytes, int max_blocks) = 0;
 static int (*sc_fp_sc_comm_set_option)(sc_comm_t comm, const char* key, long long value) = 0;
-static int (*sc_fp_sc_comm_get_tuning)(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks) = 0;
-static int (*sc_fp_sc_allreduce_choose)(sc_comm_t comm, size_t bytes, int* algo) = 0;
+static int (*sc_fp_sc_comm_get_option)(sc_comm_t comm, const char* key, long long* value) = 0;
+static int (*sc_fp_sc_plan)(sc_comm_t comm, int collective, size_t count, int dtype, int op, int algo, int* protocol) = 0;
+static const char* (*sc_fp_sc_protocol_name)(int protocol) = 0;
 static int (*sc_fp_sc_allreduce)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op, double premul_factor, int algo, void* stream) = 0;
 static int (*sc_fp_sc_allgather)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
@@ -96,8 +92,6 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_device_count) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_device_count (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_set_device) = dlsym(h, "sc_set_device");
   if (!sc_fp_sc_set_device) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_set_device (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_get_device) = dlsym(h, "sc_get_device");
-  if (!sc_fp_sc_get_device) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_get_device (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_device_synchronize) = dlsym(h, "sc_device_synchronize");
   if (!sc_fp_sc_device_synchronize) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_device_synchronize (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_malloc) = dlsym(h, "sc_malloc");
@@ -114,8 +108,6 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_memcpy_htod) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memcpy_htod (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_memcpy_dtoh) = dlsym(h, "sc_memcpy_dtoh");
   if (!sc_fp_sc_memcpy_dtoh) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memcpy_dtoh (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_memcpy_dtod) = dlsym(h, "sc_memcpy_dtod");
-  if (!sc_fp_sc_memcpy_dtod) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memcpy_dtod (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_memset) = dlsym(h, "sc_memset");
   if (!sc_fp_sc_memset) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memset (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_stream_create) = dlsym(h, "sc_stream_create");
@@ -160,18 +152,14 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_comm_check) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_check (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_destroy) = dlsym(h, "sc_comm_destroy");
   if (!sc_fp_sc_comm_destroy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_destroy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_comm_rank) = dlsym(h, "sc_comm_rank");
-  if (!sc_fp_sc_comm_rank) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_rank (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_comm_size) = dlsym(h, "sc_comm_size");
-  if (!sc_fp_sc_comm_size) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_size (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_comm_set_tuning) = dlsym(h, "sc_comm_set_tuning");
-  if (!sc_fp_sc_comm_set_tuning) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_set_tuning (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_set_option) = dlsym(h, "sc_comm_set_option");
   if (!sc_fp_sc_comm_set_option) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_set_option (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_comm_get_tuning) = dlsym(h, "sc_comm_get_tuning");
-  if (!sc_fp_sc_comm_get_tuning) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_get_tuning (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
-  *(void**)(&sc_fp_sc_allreduce_choose) = dlsym(h, "sc_allreduce_choose");
-  if (!sc_fp_sc_allreduce_choose) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_allreduce_choose (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_comm_get_option) = dlsym(h, "sc_comm_get_option");
+  if (!sc_fp_sc_comm_get_option) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_get_option (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_plan) = dlsym(h, "sc_plan");
+  if (!sc_fp_sc_plan) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_plan (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_protocol_name) = dlsym(h, "sc_protocol_name");
+  if (!sc_fp_sc_protocol_name) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_protocol_name (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_allreduce) = dlsym(h, "sc_allreduce");
   if (!sc_fp_sc_allreduce) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_allreduce (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_allgather) = dlsym(h, "sc_allgather");
@@ -189,9 +177,7 @@ static int sc_dispatch_open(const char* path) {
   *(void**)(&sc_fp_sc_barrier) = dlsym(h, "sc_barrier");
   if (!sc_fp_sc_barrier) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_barrier (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_debug_corrupt_flag) = dlsym(h, "sc_debug_corrupt_flag");
-  if (!sc_fp_sc_debug_corrupt_flag) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_debug_corrupt_flag (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_debug_lp_trace) = dlsym(h, "sc_debug_lp_trace");
-  if (!sc_fp_sc_debug_lp_trace) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_debug_lp_trace (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_allgather_lp) = dlsym(h, "sc_allgather_lp");
   if (!sc_fp_sc_allgather_lp) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_allgather_lp (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_reducescatter_lp) = dlsym(h, "sc_reducescatter_lp");
@@ -239,7 +225,6 @@ const char* sc_status_name(int status) { if (!sc_fp_sc_status_name) return "SC_E
 int sc_runtime_info(char* buf, int len) { if (!sc_fp_sc_runtime_info) return SC_ERR_NO_DEVICE; return sc_fp_sc_runtime_info(buf, len); }
 int sc_device_count(int* count) { if (!sc_fp_sc_device_count) return SC_ERR_NO_DEVICE; return sc_fp_sc_device_count(count); }
 int sc_set_device(int device) { if (!sc_fp_sc_set_device) return SC_ERR_NO_DEVICE; return sc_fp_sc_set_device(device); }
-int sc_get_device(int* device) { if (!sc_fp_sc_get_device) return SC_ERR_NO_DEVICE; return sc_fp_sc_get_device(device); }
 int sc_device_synchronize(void) { if (!sc_fp_sc_device_synchronize) return SC_ERR_NO_DEVICE; return sc_fp_sc_device_synchronize(); }
 int sc_malloc(void** ptr, size_t bytes) { if (!sc_fp_sc_malloc) return SC_ERR_NO_DEVICE; return sc_fp_sc_malloc(ptr, bytes); }
 int sc_free(void* ptr) { if (!sc_fp_sc_free) return SC_ERR_NO_DEVICE; return sc_fp_sc_free(ptr); }
@@ -248,7 +233,6 @@ int sc_malloc_host(void** ptr, size_t bytes) { if (!sc_fp_sc_malloc_host) return
 int sc_free_host(void* ptr) { if (!sc_fp_sc_free_host) return SC_ERR_NO_DEVICE; return sc_fp_sc_free_host(ptr); }
 int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_htod) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_htod(dst, src, bytes, stream); }
 int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_dtoh) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_dtoh(dst, src, bytes, stream); }
-int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_dtod) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_dtod(dst, src, bytes, stream); }
 int sc_memset(void* dst, int value, size_t bytes, void* stream) { if (!sc_fp_sc_memset) return SC_ERR_NO_DEVICE; return sc_fp_sc_memset(dst, value, bytes, stream); }
 int sc_stream_create(void** stream) { if (!sc_fp_sc_stream_create) return SC_ERR_NO_DEVICE; return sc_fp_sc_stream_create(stream); }
 int sc_stream_destroy(void* stream) { if (!sc_fp_sc_stream_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_stream_destroy(stream); }
@@ -271,12 +255,10 @@ int sc_comm_connect(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len
 int sc_comm_abort(sc_comm_t comm) { if (!sc_fp_sc_comm_abort) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_abort(comm); }
 int sc_comm_check(sc_comm_t comm) { if (!sc_fp_sc_comm_check) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_check(comm); }
 int sc_comm_destroy(sc_comm_t comm) { if (!sc_fp_sc_comm_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_destroy(comm); }
-int sc_comm_rank(sc_comm_t comm, int* rank) { if (!sc_fp_sc_comm_rank) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_rank(comm, rank); }
-int sc_comm_size(sc_comm_t comm, int* nranks) { if (!sc_fp_sc_comm_size) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_size(comm, nranks); }
-int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree_max_bytes, int max_blocks) { if (!sc_fp_sc_comm_set_tuning) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_set_tuning(comm, flat_max_bytes, tree_max_bytes, max_blocks); }
 int sc_comm_set_option(sc_comm_t comm, const char* key, long long value) { if (!sc_fp_sc_comm_set_option) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_set_option(comm, key, value); }
-int sc_comm_get_tuning(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks) { if (!sc_fp_sc_comm_get_tuning) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_get_tuning(comm, flat_max_bytes, tree_max_bytes, max_blocks); }
-int sc_allreduce_choose(sc_comm_t comm, size_t bytes, int* algo) { if (!sc_fp_sc_allreduce_choose) return SC_ERR_NO_DEVICE; return sc_fp_sc_allreduce_choose(comm, bytes, algo); }
+int sc_comm_get_option(sc_comm_t comm, const char* key, long long* value) { if (!sc_fp_sc_comm_get_option) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_get_option(comm, key, value); }
+int sc_plan(sc_comm_t comm, int collective, size_t count, int dtype, int op, int algo, int* protocol) { if (!sc_fp_sc_plan) return SC_ERR_NO_DEVICE; return sc_fp_sc_plan(comm, collective, count, dtype, op, algo, protocol); }
+const char* sc_protocol_name(int protocol) { if (!sc_fp_sc_protocol_name) return "SC_ERR_NO_DEVICE"; return sc_fp_sc_protocol_name(protocol); }
 int sc_allreduce(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op, double premul_factor, int algo, void* stream) { if (!sc_fp_sc_allreduce) return SC_ERR_NO_DEVICE; return sc_fp_sc_allreduce(comm, send, recv, count, dtype, op, premul_factor, algo, stream); }
 int sc_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, stream); }
@@ -285,8 +267,8 @@ int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int
 int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) { if (!sc_fp_sc_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv(comm, send, send_capacity, send_counts, send_offsets, recv, recv_capacity, recv_counts, recv_offsets, dtype, stream); }
 int sc_alltoallv_status(sc_comm_t comm, long long* status) { if (!sc_fp_sc_alltoallv_status) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv_status(comm, status); }
 int sc_barrier(sc_comm_t comm, void* stream) { if (!sc_fp_sc_barrier) return SC_ERR_NO_DEVICE; return sc_fp_sc_barrier(comm, stream); }
-int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value) { if (!sc_fp_sc_debug_corrupt_flag) return SC_ERR_NO_DEVICE; return sc_fp_sc_debug_corrupt_flag(comm, peer, value); }
-int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops) { if (!sc_fp_sc_debug_lp_trace) return SC_ERR_NO_DEVICE; return sc_fp_sc_debug_lp_trace(comm, out, ops); }
+int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value) { if (!sc_fp_sc_debug_corrupt_flag) return sc_dl_handle ? SC_ERR_UNSUPPORTED : SC_ERR_NO_DEVICE; return sc_fp_sc_debug_corrupt_flag(comm, peer, value); }
+int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops) { if (!sc_fp_sc_debug_lp_trace) return sc_dl_handle ? SC_ERR_UNSUPPORTED : SC_ERR_NO_DEVICE; return sc_fp_sc_debug_lp_trace(comm, out, ops); }
 int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather_lp(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_reducescatter_lp(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) { if (!sc_fp_sc_reducescatter_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter_lp(comm, send, recv, recv_count, dtype, op, stream); }
 int sc_alltoall_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall_lp(comm, send, recv, count_per_peer, dtype, stream); }

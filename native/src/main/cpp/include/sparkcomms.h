@@ -63,7 +63,7 @@ extern "C" {
 #define SC_FP8_E4M3FNUZ 1 /* max 240: gfx942 (MI300) default */
 
 /* ---- algorithms ---- */
-#define SC_ALGO_AUTO 0
+#define SC_ALGO_AUTO 0   /* the library's policy (sc_plan) */
 #define SC_ALGO_FLAT 1   /* one-shot */
 #define SC_ALGO_TREE 2   /* two-shot: reduce-scatter + all-gather */
 #define SC_ALGO_LP 3     /* FP8 on the wire, per-block scales (fp32/bf16, SUM/AVG; else SC_ERR_UNSUPPORTED) */
@@ -80,18 +80,17 @@ SC_API const char* sc_status_name(int status);
 SC_API int sc_runtime_info(char* buf, int len);
 SC_API int sc_device_count(int* count);
 SC_API int sc_set_device(int device);
-SC_API int sc_get_device(int* device);
 SC_API int sc_device_synchronize(void);
 SC_API int sc_malloc(void** ptr, size_t bytes);
 SC_API int sc_free(void* ptr);
 /* Leak check: counts[3] = {live communicators, open IPC mappings of peers' memory, sc_malloc
  * allocations not yet freed} of this process. */
 SC_API int sc_live_resources(long long* counts);
-SC_API int sc_malloc_host(void** ptr, size_t bytes); /* pinned host memory */
+/* Pinned (page-locked) host memory: staging for copies of host data that the caller reuses. */
+SC_API int sc_malloc_host(void** ptr, size_t bytes);
 SC_API int sc_free_host(void* ptr);
 SC_API int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream);
 SC_API int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream);
-SC_API int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream);
 SC_API int sc_memset(void* dst, int value, size_t bytes, void* stream);
 SC_API int sc_stream_create(void** stream);
 SC_API int sc_stream_destroy(void* stream);
@@ -130,43 +129,38 @@ SC_API int sc_comm_check(sc_comm_t comm);   /* SC_OK, or SC_ERR_TIMEOUT / SC_ERR
 /* Final barrier (bounded by the timeout, on flags of its own), then frees. The caller's streams must
  * be idle: the barrier runs on the communicator's internal stream, not after work queued elsewhere. */
 SC_API int sc_comm_destroy(sc_comm_t comm);
-SC_API int sc_comm_rank(sc_comm_t comm, int* rank);
-SC_API int sc_comm_size(sc_comm_t comm, int* nranks);
-/* Tuning overrides; pass 0 to keep a value. Defaults come from the environment
- * (RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES, RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES, RCCL_DDA_MAX_BLOCKS)
- * or from built-in measured defaults. */
-SC_API int sc_comm_set_tuning(sc_comm_t comm, size_t flat_max_bytes, size_t tree_max_bytes, int max_blocks);
-/* Named tuning option: "flat_max_bytes", "tree_max_bytes", "max_blocks", and for the flat one-shot's
- * small-message protocols: "lamport_max_bytes" (fp32 / bf16 / fp16 use the Lamport protocol up to
- * this size, and at most 1 MiB / nranks; 0 turns it off; default 512 KiB at 2 ranks, 64 KiB above,
- * or SPARKCOMMS_DDA_LAMPORT_MAX_BYTES), "ll_max_bytes" (the other types, or all with Lamport off,
- * use the LL protocol up to this size; default 256 KiB at 2 ranks, 64 KiB above, or
- * SPARKCOMMS_DDA_LL_MAX_BYTES), "ll_threads" and "lamport_threads" (block sizes of the two, a
- * multiple of 32 up to 512; defaults 128 and 256, or SPARKCOMMS_DDA_LL_THREADS and
- * SPARKCOMMS_DDA_LAMPORT_THREADS; ranks may differ in them). Lamport data whose 32-bit word is
- * all ones (a NaN) arrives with its lowest bit cleared (still a NaN). The Lamport region is 2 MiB
- * of device memory per communicator, allocated with the staging buffer and independent of
- * staging_bytes.
- * Low precision (LP): "lp_block_size" (elements per FP8 scale block, a multiple of 4 in
- * 4..65536; default 128 or SPARKCOMMS_LP_BLOCK_SIZE), "fp8_format" (SC_FP8_*; default from the
- * device arch: E4M3FNUZ on gfx940-942, else E4M3FN; env SPARKCOMMS_FP8_FORMAT=e4m3fn|e4m3fnuz),
- * "lp_min_bytes" (AUTO picks LP from this size; default 16 MiB or SPARKCOMMS_LP_MIN_BYTES),
- * "lp_auto" (bit mask of collectives for which AUTO / the plain calls use LP: 1 allreduce,
- * 2 allgather, 4 reducescatter, 8 alltoall; default from RCCL_LOW_PRECISION_ENABLE=1 (all) and
- * RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}=0|1, else 0),
- * "lp_oneshot_max_ranks" (LP allreduce is one-shot, one quantization, up to this many ranks and
- * two-shot above; default 2 or SPARKCOMMS_LP_ONESHOT_MAX_RANKS), "lp_max_blocks" (CTA cap of the
- * LP kernels, 0..256; 0 = automatic: "max_blocks" CTAs for chained chunk kernels, as many more as
- * smaller blocks allow, up to 256, for a call of one chunk; default SPARKCOMMS_LP_MAX_BLOCKS or 0),
- * "lp_threads" (block size of the LP kernels: 256 or 512; default 256 or SPARKCOMMS_LP_THREADS),
- * "lp_chunks" and "lp_chunk_min" (a one-shot LP allreduce runs as at least lp_chunks chained
- * kernels of at least lp_chunk_min elements each, 1..64 and >= 1; defaults 3 and 8388608, or
- * SPARKCOMMS_LP_CHUNKS / SPARKCOMMS_LP_CHUNK_MIN; results do not depend on them).
- * Every LP buffer lives in the staging buffer: nothing is allocated during a collective. */
+/* Options: every GPU knob of a communicator is one entry of the parameter table (core/params.def;
+ * the reference is docs/configuration.md): a key such as "flat_max_bytes", its environment variable
+ * (read at sc_comm_create), a kind (size, flag, count, enum), a default per rank count and a range.
+ * Sizes in the environment take K/M/G suffixes (powers of 1024), flags 0/1/true/false/on/off;
+ * anything else makes sc_comm_create fail naming the variable. Settings marked "agree" must be
+ * equal on every rank (sc_comm_connect compares them); set them before sc_comm_export, alike on
+ * every rank. Unknown keys and values outside the range are SC_ERR_INVALID_ARG. */
 SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
-SC_API int sc_comm_get_tuning(sc_comm_t comm, size_t* flat_max_bytes, size_t* tree_max_bytes, int* max_blocks);
-/* Which algorithm AUTO picks for an allreduce of this size (SC_ALGO_FLAT / TREE / VENDOR). */
-SC_API int sc_allreduce_choose(sc_comm_t comm, size_t bytes, int* algo);
+SC_API int sc_comm_get_option(sc_comm_t comm, const char* key, long long* value);
+
+/* ---- call planning: which protocol a call runs ---- */
+#define SC_COLL_ALLREDUCE 0
+#define SC_COLL_ALLGATHER 1
+#define SC_COLL_REDUCESCATTER 2
+#define SC_COLL_ALLTOALL 3
+#define SC_COLL_BROADCAST 4
+#define SC_COLL_ALLTOALLV 5
+#define SC_COLL_BARRIER 6
+
+#define SC_PROTO_LAMPORT 1 /* one-shot, Lamport protocol: data words double as flags (fp32/bf16/fp16) */
+#define SC_PROTO_LL 2      /* one-shot, LL protocol: a flag beside every data word */
+#define SC_PROTO_FLAT 3    /* one-shot through staging, barrier-synchronized (and every non-allreduce DDA call) */
+#define SC_PROTO_TREE 4    /* two-shot: reduce-scatter + all-gather through staging */
+#define SC_PROTO_LP 5      /* FP8 on the wire */
+#define SC_PROTO_VENDOR 6  /* NCCL / RCCL */
+
+/* The protocol that `collective` with this count (the collective's own count argument: count,
+ * count_per_rank, recv_count, count_per_peer), dtype, op and algo (SC_ALGO_*) runs on this
+ * communicator: the same decision the collective itself makes, so it can be recorded. */
+SC_API int sc_plan(sc_comm_t comm, int collective, size_t count, int dtype, int op, int algo, int* protocol);
+/* "lamport", "ll", "flat", "tree", "lp", "vendor" (or "unknown"). */
+SC_API const char* sc_protocol_name(int protocol);
 
 /* ---- collectives (asynchronous on `stream`) ---- */
 SC_API int sc_allreduce(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op,
@@ -206,7 +200,8 @@ SC_API int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, 
 SC_API int sc_alltoallv_status(sc_comm_t comm, long long* status);
 SC_API int sc_barrier(sc_comm_t comm, void* stream);
 
-/* ---- test hook ---- */
+/* ---- test hooks: only in test builds of the library (compiled with SC_DEBUG_HOOKS); through the
+ * Java dispatcher a library without them answers SC_ERR_UNSUPPORTED ---- */
 /* FOR FAULT-INJECTION TESTS ONLY; never call it otherwise: it breaks the communicator on purpose.
  * Overwrites with `value` the barrier flags that rank `peer` reads to learn of this rank's arrivals:
  * the words this rank's arrivals write into peer's signal buffer (flags[b][this rank] of the
@@ -219,8 +214,7 @@ SC_API int sc_barrier(sc_comm_t comm, void* stream);
  * this rank itself; SC_ERR_STATE before sc_comm_connect. */
 SC_API int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value);
 
-/* ---- timing hook (benchmark tools only) ----
- * Device-side timeline of the one-shot LP allreduce's chunk kernels. ops > 0 with out == NULL: start
+/* Timing hook (benchmark tools only): Device-side timeline of the one-shot LP allreduce's chunk kernels. ops > 0 with out == NULL: start
  * recording (device memory, kept until ops == 0 or sc_comm_destroy). Each kernel then records,
  * for its operation seq, the earliest and latest CTA to reach four points — start (after the PDL
  * wait / fail-fast check), pushed (its run quantized and pushed), synced (past its barrier), done —
