@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds the CUDA flavour of the sparkcomms native library and its GPU test program.
-#   native/target/native/linux-x86_64/libsparkcomms_cuda.so   (static cudart, sm_90)
-#   native/target/native/sc_gpu_test                           (C-level test + benchmark)
+#   native/target/native/linux-x86_64/libsparkcomms_cuda.so        (static cudart, sm_90; the product)
+#   native/target/native/test/linux-x86_64/libsparkcomms_cuda.so   (the same with the sc_debug_* test
+#                                                                    hooks, SC_DEBUG_HOOKS=1)
+#   native/target/native/test/sc_gpu_test                           (C-level test + benchmark, linked
+#                                                                    against the test build)
+# The two libraries compile in parallel (one translation unit each: src/main/cpp/library.cu).
 # Exits 0 with a message when nvcc is absent, so a Maven build without CUDA still succeeds.
 # Env: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc), SC_CUDA_ARCHS (default "90").
 set -euo pipefail
@@ -24,23 +28,37 @@ archs="${SC_CUDA_ARCHS:-90}"
 gencode=()
 for a in $archs; do gencode+=(-gencode "arch=compute_${a},code=sm_${a}"); done
 
-mkdir -p "$lib_out"
+sources=("$src/library.cu" "$src/core/status.cc" "$src/core/param.cc")
+flags=(-std=c++17 -O3 "${gencode[@]}" -cudart static -Xcompiler -fPIC -Xcompiler -fvisibility=hidden
+  -Xcompiler -Wall -Xptxas -warn-spills -I"$src" -shared)
+test_out="$out/test"
+mkdir -p "$lib_out" "$test_out/linux-x86_64"
 echo "[sparkcomms] $("$nvcc" --version | tail -1)"
-echo "[sparkcomms] building $lib_out/libsparkcomms_cuda.so for sm_${archs// /,sm_}"
-"$nvcc" -std=c++17 -O3 "${gencode[@]}" -cudart static -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
-  -Xcompiler -Wall -Xptxas -warn-spills \
-  -I"$src" -shared -o "$lib_out/libsparkcomms_cuda.so" "$src/sparkcomms.cu" \
-  -Xlinker --exclude-libs=ALL -ldl -lpthread -lrt
+echo "[sparkcomms] building $lib_out/libsparkcomms_cuda.so and its test build for sm_${archs// /,sm_}"
+"$nvcc" "${flags[@]}" -o "$lib_out/libsparkcomms_cuda.so" "${sources[@]}" \
+  -Xlinker --exclude-libs=ALL -ldl -lpthread -lrt > "$out/build-cuda.log" 2>&1 &
+product=$!
+"$nvcc" "${flags[@]}" -DSC_DEBUG_HOOKS=1 -o "$test_out/linux-x86_64/libsparkcomms_cuda.so" "${sources[@]}" \
+  -Xlinker --exclude-libs=ALL -ldl -lpthread -lrt > "$out/build-cuda-test.log" 2>&1 &
+testlib=$!
+rc=0
+wait $product || rc=1
+wait $testlib || rc=1
+cat "$out/build-cuda.log"
+[[ $rc -eq 0 ]] || { cat "$out/build-cuda-test.log"; echo "[sparkcomms] CUDA build failed"; exit 1; }
 # Keep only the C ABI exported.
 if command -v nm >/dev/null 2>&1; then
   bad=$(nm -D --defined-only "$lib_out/libsparkcomms_cuda.so" | awk '{print $3}' | grep -v '^sc_' | grep -v '^_' || true)
   [[ -n "$bad" ]] && echo "[sparkcomms] note: extra exported symbols: $(echo $bad | head -c 300)"
+  if nm -D --defined-only "$lib_out/libsparkcomms_cuda.so" | grep -q ' sc_debug_'; then
+    echo "[sparkcomms] the product library exports sc_debug_* test hooks"; exit 1
+  fi
 fi
 
 test_src="$here/src/test/cpp/sc_gpu_test.cpp"
 if [[ -f "$test_src" ]]; then
-  echo "[sparkcomms] building $out/sc_gpu_test"
-  g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -o "$out/sc_gpu_test" "$test_src" \
-    -L"$lib_out" -lsparkcomms_cuda -Wl,-rpath,'$ORIGIN/linux-x86_64' -Wl,-rpath,'$ORIGIN' -lpthread -ldl
+  echo "[sparkcomms] building $test_out/sc_gpu_test"
+  g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -o "$test_out/sc_gpu_test" "$test_src" \
+    -L"$test_out/linux-x86_64" -lsparkcomms_cuda -Wl,-rpath,'$ORIGIN/linux-x86_64' -Wl,-rpath,'$ORIGIN' -lpthread -ldl
 fi
 echo "[sparkcomms] CUDA build done"

@@ -11,6 +11,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/src/main/cpp"
+sources=("$src/library.cu" "$src/core/status.cc" "$src/core/param.cc")
 out="$here/target/native"
 lib_out="$out/linux-x86_64"
 archs="${SC_HIP_ARCHS:-gfx942 gfx950}"
@@ -44,7 +45,7 @@ if [[ -x "$hipcc" && -n "$ver" && "${ver%%.*}" -ge 6 ]]; then
   for a in $use; do flags+=(--offload-arch="$a"); done
   echo "[sparkcomms] ROCm $ver: building $lib_out/libsparkcomms_hip.so for $use"
   "$hipcc" -std=c++17 -O3 "${flags[@]}" -fPIC -shared -fvisibility=hidden -I"$src" \
-    -o "$lib_out/libsparkcomms_hip.so" "$src/sparkcomms.cu" -ldl -lpthread
+    -o "$lib_out/libsparkcomms_hip.so" "${sources[@]}" -ldl -lpthread
   echo "[sparkcomms] HIP build done"
   exit 0
 fi
@@ -65,7 +66,7 @@ if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
   for a in $use; do
     echo "[sparkcomms] no ROCm >= 6: compiling device code only for $a with $(basename "$clang")"
     "$clang" -x hip --offload-arch="$a" -nogpulib --offload-device-only -std=c++17 -O3 -I"$src" \
-      "${wave[@]}" -Wno-unused-command-line-argument -S -o "$out/hip-device/sparkcomms-$a.s" "$src/sparkcomms.cu"
+      "${wave[@]}" -Wno-unused-command-line-argument -S -o "$out/hip-device/sparkcomms-$a.s" "$src/library.cu"
     n=$(grep -c '^[[:space:]]*\.amdhsa_kernel ' "$out/hip-device/sparkcomms-$a.s" || true)
     echo "[sparkcomms] $a: $n kernels compiled to AMDGPU assembly ($out/hip-device/sparkcomms-$a.s)"
   done

@@ -36,6 +36,9 @@ w('#include "sparkcomms.h"')
 w("")
 w("static void* sc_dl_handle = 0;")
 w("static char sc_dl_error[2048] = \"GPU backend unavailable: no GPU library loaded (call sc_dispatch_open)\";")
+w("/* A missing test hook's error, returned once by the next sc_last_error of this thread. */")
+w("static thread_local char sc_hook_error[256];")
+w("static thread_local int sc_hook_error_pending = 0;")
 w("")
 for ret, name, args in funcs:
     w(f"static {ret} (*sc_fp_{name})({args}) = 0;")
@@ -59,9 +62,13 @@ w("")
 for ret, name, args in funcs:
     call = f"sc_fp_{name}({arg_names(args)})"
     if name == "sc_last_error":
-        body = f"return sc_fp_{name} ? {call} : sc_dl_error;"
+        body = (f"if (sc_hook_error_pending) {{ sc_hook_error_pending = 0; return sc_hook_error; }} "
+                f"return sc_fp_{name} ? {call} : sc_dl_error;")
     elif ret == "int" and name.startswith("sc_debug_"):
-        body = (f"if (!sc_fp_{name}) return sc_dl_handle ? SC_ERR_UNSUPPORTED : SC_ERR_NO_DEVICE; return {call};")
+        body = (f"if (!sc_fp_{name}) {{ if (!sc_dl_handle) return SC_ERR_NO_DEVICE; "
+                f"snprintf(sc_hook_error, sizeof sc_hook_error, \"{name}: this GPU library is a product build without the "
+                f"sc_debug_* test hooks (build it with SC_DEBUG_HOOKS=1)\"); sc_hook_error_pending = 1; return SC_ERR_UNSUPPORTED; }} "
+                f"return {call};")
     elif ret == "int":
         body = f"if (!sc_fp_{name}) return {'0' if name in ('sc_vendor_available', 'sc_vendor_unique_id_size') else 'SC_ERR_NO_DEVICE'}; return {call};"
     elif ret == "size_t":

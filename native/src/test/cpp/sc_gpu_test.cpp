@@ -70,6 +70,13 @@ static void die(const char* fmt, ...) {
                           sc_last_error());                                                    \
   } while (0)
 
+// A communicator setting in effect (the library's default, the environment's, or what was set).
+static long long option(sc_comm_t comm, const char* key) {
+  long long v = 0;
+  SC(sc_comm_get_option(comm, key, &v));
+  return v;
+}
+
 static uint64_t splitmix(uint64_t& s) {
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -256,6 +263,18 @@ struct Ctx {
     fflush(stdout);
     ++fails;
   }
+  void check(bool ok, const char* fmt, ...) {
+    if (ok) {
+      ++passes;
+      return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[2048];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fail("%s", buf);
+  }
 };
 
 static const size_t GUARD = 64;
@@ -402,8 +421,62 @@ static bool guard_ok(const unsigned char* p, size_t n) {
 // ------------------------------------------------------------------------------------------
 // correctness suite
 // ------------------------------------------------------------------------------------------
+// The protocol policy (sc_plan, the decision sc_allreduce itself runs) on settings chosen here,
+// restored afterwards: one-shot Lamport for small floating-point calls, LL for the other types and
+// up to ll_max_bytes, the barrier one-shot up to flat_max_bytes, tree above, LP when asked for or
+// switched on from lp_min_bytes, and the errors of requests that cannot be served.
+static void check_plan(Ctx& c) {
+  const char* keys[] = {"flat_max_bytes", "tree_max_bytes", "lamport_max_bytes", "ll_max_bytes", "lp_allreduce",
+                        "lp_min_bytes", "lp_allgather"};
+  long long saved[7];
+  for (int i = 0; i < 7; ++i) saved[i] = option(c.comm, keys[i]);
+  const long long set[7] = {1 << 20, 16 << 20, 64 << 10, 128 << 10, 0, 1 << 20, 0};
+  for (int i = 0; i < 7; ++i) SC(sc_comm_set_option(c.comm, keys[i], set[i]));
+  struct Case { int coll; size_t count; int dt; int op; int algo; int want; } cases[] = {
+      {SC_COLL_ALLREDUCE, 1024, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_LAMPORT},
+      {SC_COLL_ALLREDUCE, 1024, SC_BFLOAT16, SC_MAX, SC_ALGO_FLAT, SC_PROTO_LAMPORT},
+      {SC_COLL_ALLREDUCE, 1024, SC_INT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_LL},
+      {SC_COLL_ALLREDUCE, 25600, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_LL},
+      {SC_COLL_ALLREDUCE, 131072, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_FLAT},
+      {SC_COLL_ALLREDUCE, 1024, SC_FLOAT32, SC_SUM, SC_ALGO_TREE, SC_PROTO_TREE},
+      {SC_COLL_ALLREDUCE, 2 << 20, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_TREE},
+      {SC_COLL_ALLREDUCE, 1024, SC_FLOAT32, SC_AVG, SC_ALGO_LP, SC_PROTO_LP},
+      {SC_COLL_ALLGATHER, 1 << 20, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_FLAT},
+      {SC_COLL_BROADCAST, 1 << 20, SC_INT64, SC_SUM, SC_ALGO_AUTO, SC_PROTO_FLAT},
+      {SC_COLL_BARRIER, 0, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, SC_PROTO_FLAT},
+  };
+  for (const Case& k : cases) {
+    int got = -1;
+    const int rc = sc_plan(c.comm, k.coll, k.count, k.dt, k.op, k.algo, &got);
+    c.check(rc == SC_OK && got == k.want, "sc_plan(collective %d, count %zu, dtype %d, algo %d): %s, want %s (rc %d: %s)",
+            k.coll, k.count, k.dt, k.algo, sc_protocol_name(got), sc_protocol_name(k.want), rc, rc ? sc_last_error() : "");
+  }
+  int got = -1;
+  c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1024, SC_INT32, SC_SUM, SC_ALGO_LP, &got) == SC_ERR_UNSUPPORTED,
+          "sc_plan: LP of int32 accepted");
+  c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1024, 99, SC_SUM, SC_ALGO_AUTO, &got) == SC_ERR_INVALID_ARG, "sc_plan: dtype 99 accepted");
+  c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1024, SC_FLOAT32, SC_SUM, 9, &got) == SC_ERR_INVALID_ARG, "sc_plan: algo 9 accepted");
+  c.check(sc_plan(c.comm, 42, 1024, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, &got) == SC_ERR_INVALID_ARG, "sc_plan: collective 42 accepted");
+  SC(sc_comm_set_option(c.comm, "lp_allreduce", 1));
+  SC(sc_comm_set_option(c.comm, "lp_allgather", 1));
+  c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1 << 20, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, &got) == SC_OK && got == SC_PROTO_LP,
+          "sc_plan: lp_allreduce on, 4 MB fp32: %s", sc_protocol_name(got));
+  c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1 << 20, SC_INT32, SC_SUM, SC_ALGO_AUTO, &got) == SC_OK && got == SC_PROTO_TREE,
+          "sc_plan: lp_allreduce on, 4 MB int32: %s", sc_protocol_name(got));
+  c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1 << 20, SC_FLOAT32, SC_SUM, SC_ALGO_FLAT, &got) == SC_OK && got == SC_PROTO_FLAT,
+          "sc_plan: lp_allreduce on, forced FLAT: %s", sc_protocol_name(got));
+  c.check(sc_plan(c.comm, SC_COLL_ALLGATHER, 1 << 20, SC_BFLOAT16, SC_SUM, SC_ALGO_AUTO, &got) == SC_OK && got == SC_PROTO_LP,
+          "sc_plan: lp_allgather on: %s", sc_protocol_name(got));
+  c.check(sc_comm_set_option(c.comm, "lp_threads", 300) == SC_ERR_INVALID_ARG, "lp_threads 300 accepted");
+  c.check(sc_comm_set_option(c.comm, "no_such_option", 1) == SC_ERR_INVALID_ARG, "an unknown option accepted");
+  c.check(sc_comm_set_option(c.comm, "staging_bytes", 1 << 20) == SC_ERR_INVALID_ARG, "staging_bytes changed after create");
+  for (int i = 0; i < 7; ++i) SC(sc_comm_set_option(c.comm, keys[i], saved[i]));
+  c.log("protocol policy checked: %d passed, %d failed so far", c.passes, c.fails);
+}
+
 static void run_correctness(Ctx& c, size_t staging) {
   const int n = c.n, r = c.rank;
+  check_plan(c);
   std::vector<size_t> counts = {1, 7, 1023, (1u << 20) + 3};
   DevBuf dsend, drecv;
   std::vector<std::vector<unsigned char>> in(n);
@@ -434,10 +507,10 @@ static void run_correctness(Ctx& c, size_t staging) {
     SC(sc_memset(drecv.p, 0xFF, out_bytes + off_b + GUARD, nullptr));  // NaN / -1 poison + guard
     int rc = SC_OK;
     if (ar) rc = sc_allreduce(c.comm, sp, rp, count, dt, op, factor, algo, c.stream);
-    else if (rs) rc = sc_reducescatter(c.comm, sp, rp, count, dt, op, factor, c.stream);
-    else if (ag) rc = sc_allgather(c.comm, sp, rp, count, dt, c.stream);
-    else if (a2a) rc = sc_alltoall(c.comm, sp, rp, count, dt, c.stream);
-    else if (bc) rc = sc_broadcast(c.comm, r == root ? sp : nullptr, rp, count, dt, root, c.stream);
+    else if (rs) rc = sc_reducescatter(c.comm, sp, rp, count, dt, op, factor, SC_ALGO_AUTO, c.stream);
+    else if (ag) rc = sc_allgather(c.comm, sp, rp, count, dt, SC_ALGO_AUTO, c.stream);
+    else if (a2a) rc = sc_alltoall(c.comm, sp, rp, count, dt, SC_ALGO_AUTO, c.stream);
+    else if (bc) rc = sc_broadcast(c.comm, r == root ? sp : nullptr, rp, count, dt, root, SC_ALGO_AUTO, c.stream);
     if (rc != SC_OK) {
       c.fail("%s: call returned %s: %s", name, sc_status_name(rc), sc_last_error());
       return;
@@ -524,18 +597,12 @@ static void run_correctness(Ctx& c, size_t staging) {
   // LL or Lamport kernel puts each element does not depend on its grid), rank 0's small enough that
   // its threads loop (several grid strides). Twice: with the Lamport protocol for the floating
   // types (the default), then with LL for them too.
-  const char* env_lam = getenv("SPARKCOMMS_DDA_LAMPORT_MAX_BYTES");
-  const long long lam_max = env_lam && *env_lam ? strtoll(env_lam, nullptr, 10) : n <= 2 ? 512 << 10 : 64 << 10;
+  // The limits and block sizes in effect: the library's defaults or what the environment set.
+  const long long lam_max = option(c.comm, "lamport_max_bytes");
+  const size_t ll_max = (size_t)option(c.comm, "ll_max_bytes");
+  const long long ll_thr = option(c.comm, "ll_threads"), lam_thr = option(c.comm, "lamport_threads");
   for (int lamport : {1, 0}) {
     SC(sc_comm_set_option(c.comm, "lamport_max_bytes", lamport ? lam_max : 0));
-    // the library's defaults, or what the environment set (SC_DEFAULT_LL_MAX_2 / _MAX, SC_DEFAULT_LL_THREADS,
-    // SC_DEFAULT_LAMPORT_THREADS)
-    const char* env_max = getenv("SPARKCOMMS_DDA_LL_MAX_BYTES");
-    const char* env_thr = getenv("SPARKCOMMS_DDA_LL_THREADS");
-    const char* env_lthr = getenv("SPARKCOMMS_DDA_LAMPORT_THREADS");
-    const size_t ll_max = env_max && *env_max ? strtoull(env_max, nullptr, 10) : n <= 2 ? (size_t)256 << 10 : (size_t)64 << 10;
-    const long long ll_thr = env_thr && *env_thr ? strtoll(env_thr, nullptr, 10) : 128;
-    const long long lam_thr = env_lthr && *env_lthr ? strtoll(env_lthr, nullptr, 10) : 256;
     if (ll_max >= 64 && ll_max <= ((size_t)16 << 20)) {
       for (int dt : {SC_FLOAT32, SC_BFLOAT16}) {
         const size_t at = ll_max / DT_SIZE[dt];
@@ -743,12 +810,11 @@ static void run_bench(Ctx& c, size_t max_bytes, int iters, bool sweep, bool swee
   void *e0, *e1;
   SC(sc_event_create(&e0));
   SC(sc_event_create(&e1));
-  size_t d_flat, d_tree;
-  int d_blocks;
-  SC(sc_comm_get_tuning(c.comm, &d_flat, &d_tree, &d_blocks));
+  const long long d_blocks = option(c.comm, "max_blocks");
   auto set_ll = [&](long long v) { SC(sc_comm_set_option(c.comm, "ll_max_bytes", v)); };
-  // library defaults (SC_DEFAULT_LL_MAX_2 / SC_DEFAULT_LL_MAX, SC_DEFAULT_LL_THREADS, SC_DEFAULT_LAMPORT_THREADS)
-  const long long d_ll = c.n <= 2 ? 256 << 10 : 64 << 10, d_llt = 128, d_lamt = 256, d_lam = c.n <= 2 ? 512 << 10 : 64 << 10;
+  // the settings in effect, restored after the sweeps
+  const long long d_ll = option(c.comm, "ll_max_bytes"), d_llt = option(c.comm, "ll_threads");
+  const long long d_lamt = option(c.comm, "lamport_threads"), d_lam = option(c.comm, "lamport_max_bytes");
   auto time_one = [&](size_t bytes, int dt, int algo) -> double {
     const size_t count = bytes / DT_SIZE[dt];
     const int warm = 10;
@@ -1212,10 +1278,8 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
   }
   if (do_bench) {
     c.comm = make_comm(0);
-    size_t fm, tm;
-    int mb;
-    SC(sc_comm_get_tuning(c.comm, &fm, &tm, &mb));
-    c.log("bench: default tuning flat_max=%zu tree_max=%zu max_blocks=%d", fm, tm, mb);
+    c.log("bench: flat_max=%lld tree_max=%lld max_blocks=%lld", option(c.comm, "flat_max_bytes"),
+          option(c.comm, "tree_max_bytes"), option(c.comm, "max_blocks"));
     std::vector<BenchRow> rows;
     if (!o.lp_bench) run_bench(c, o.bench_max, o.iters, o.sweep, o.sweep_blocks, rows);
     else run_lp_bench(c, o.bench_max, o.iters, o.lp_sweep, o.lp_trace);

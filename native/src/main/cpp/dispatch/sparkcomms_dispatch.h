@@ -8,6 +8,9 @@
 
 static void* sc_dl_handle = 0;
 static char sc_dl_error[2048] = "GPU backend unavailable: no GPU library loaded (call sc_dispatch_open)";
+/* A missing test hook's error, returned once by the next sc_last_error of this thread. */
+static thread_local char sc_hook_error[256];
+static thread_local int sc_hook_error_pending = 0;
 
 static const char* (*sc_fp_sc_last_error)(void) = 0;
 static const char* (*sc_fp_sc_status_name)(int status) = 0;
@@ -49,10 +52,10 @@ static int (*sc_fp_sc_comm_get_option)(sc_comm_t comm, const char* key, long lon
 static int (*sc_fp_sc_plan)(sc_comm_t comm, int collective, size_t count, int dtype, int op, int algo, int* protocol) = 0;
 static const char* (*sc_fp_sc_protocol_name)(int protocol) = 0;
 static int (*sc_fp_sc_allreduce)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op, double premul_factor, int algo, void* stream) = 0;
-static int (*sc_fp_sc_allgather)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
-static int (*sc_fp_sc_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
-static int (*sc_fp_sc_alltoall)(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
-static int (*sc_fp_sc_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
+static int (*sc_fp_sc_allgather)(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, int algo, void* stream) = 0;
+static int (*sc_fp_sc_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, int algo, void* stream) = 0;
+static int (*sc_fp_sc_alltoall)(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, int algo, void* stream) = 0;
+static int (*sc_fp_sc_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, int algo, void* stream) = 0;
 static int (*sc_fp_sc_alltoallv)(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_alltoallv_status)(sc_comm_t comm, long long* status) = 0;
 static int (*sc_fp_sc_barrier)(sc_comm_t comm, void* stream) = 0;
@@ -220,7 +223,7 @@ static int sc_dispatch_open(const char* path) {
 static const char* sc_dispatch_error(void) { return sc_dl_error; }
 static int sc_dispatch_loaded(void) { return sc_dl_handle != 0; }
 
-const char* sc_last_error(void) { return sc_fp_sc_last_error ? sc_fp_sc_last_error() : sc_dl_error; }
+const char* sc_last_error(void) { if (sc_hook_error_pending) { sc_hook_error_pending = 0; return sc_hook_error; } return sc_fp_sc_last_error ? sc_fp_sc_last_error() : sc_dl_error; }
 const char* sc_status_name(int status) { if (!sc_fp_sc_status_name) return "SC_ERR_NO_DEVICE"; return sc_fp_sc_status_name(status); }
 int sc_runtime_info(char* buf, int len) { if (!sc_fp_sc_runtime_info) return SC_ERR_NO_DEVICE; return sc_fp_sc_runtime_info(buf, len); }
 int sc_device_count(int* count) { if (!sc_fp_sc_device_count) return SC_ERR_NO_DEVICE; return sc_fp_sc_device_count(count); }
@@ -260,15 +263,15 @@ int sc_comm_get_option(sc_comm_t comm, const char* key, long long* value) { if (
 int sc_plan(sc_comm_t comm, int collective, size_t count, int dtype, int op, int algo, int* protocol) { if (!sc_fp_sc_plan) return SC_ERR_NO_DEVICE; return sc_fp_sc_plan(comm, collective, count, dtype, op, algo, protocol); }
 const char* sc_protocol_name(int protocol) { if (!sc_fp_sc_protocol_name) return "SC_ERR_NO_DEVICE"; return sc_fp_sc_protocol_name(protocol); }
 int sc_allreduce(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op, double premul_factor, int algo, void* stream) { if (!sc_fp_sc_allreduce) return SC_ERR_NO_DEVICE; return sc_fp_sc_allreduce(comm, send, recv, count, dtype, op, premul_factor, algo, stream); }
-int sc_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather(comm, send, recv, count_per_rank, dtype, stream); }
-int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, stream); }
-int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall(comm, send, recv, count_per_peer, dtype, stream); }
-int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_broadcast(comm, send, recv, count, dtype, root, stream); }
+int sc_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, int algo, void* stream) { if (!sc_fp_sc_allgather) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather(comm, send, recv, count_per_rank, dtype, algo, stream); }
+int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, int algo, void* stream) { if (!sc_fp_sc_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, algo, stream); }
+int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, int algo, void* stream) { if (!sc_fp_sc_alltoall) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall(comm, send, recv, count_per_peer, dtype, algo, stream); }
+int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, int algo, void* stream) { if (!sc_fp_sc_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_broadcast(comm, send, recv, count, dtype, root, algo, stream); }
 int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) { if (!sc_fp_sc_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv(comm, send, send_capacity, send_counts, send_offsets, recv, recv_capacity, recv_counts, recv_offsets, dtype, stream); }
 int sc_alltoallv_status(sc_comm_t comm, long long* status) { if (!sc_fp_sc_alltoallv_status) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv_status(comm, status); }
 int sc_barrier(sc_comm_t comm, void* stream) { if (!sc_fp_sc_barrier) return SC_ERR_NO_DEVICE; return sc_fp_sc_barrier(comm, stream); }
-int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value) { if (!sc_fp_sc_debug_corrupt_flag) return sc_dl_handle ? SC_ERR_UNSUPPORTED : SC_ERR_NO_DEVICE; return sc_fp_sc_debug_corrupt_flag(comm, peer, value); }
-int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops) { if (!sc_fp_sc_debug_lp_trace) return sc_dl_handle ? SC_ERR_UNSUPPORTED : SC_ERR_NO_DEVICE; return sc_fp_sc_debug_lp_trace(comm, out, ops); }
+int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value) { if (!sc_fp_sc_debug_corrupt_flag) { if (!sc_dl_handle) return SC_ERR_NO_DEVICE; snprintf(sc_hook_error, sizeof sc_hook_error, "sc_debug_corrupt_flag: this GPU library is a product build without the sc_debug_* test hooks (build it with SC_DEBUG_HOOKS=1)"); sc_hook_error_pending = 1; return SC_ERR_UNSUPPORTED; } return sc_fp_sc_debug_corrupt_flag(comm, peer, value); }
+int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops) { if (!sc_fp_sc_debug_lp_trace) { if (!sc_dl_handle) return SC_ERR_NO_DEVICE; snprintf(sc_hook_error, sizeof sc_hook_error, "sc_debug_lp_trace: this GPU library is a product build without the sc_debug_* test hooks (build it with SC_DEBUG_HOOKS=1)"); sc_hook_error_pending = 1; return SC_ERR_UNSUPPORTED; } return sc_fp_sc_debug_lp_trace(comm, out, ops); }
 int sc_allgather_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_allgather_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_allgather_lp(comm, send, recv, count_per_rank, dtype, stream); }
 int sc_reducescatter_lp(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, void* stream) { if (!sc_fp_sc_reducescatter_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_reducescatter_lp(comm, send, recv, recv_count, dtype, op, stream); }
 int sc_alltoall_lp(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_alltoall_lp) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoall_lp(comm, send, recv, count_per_peer, dtype, stream); }

@@ -162,17 +162,19 @@ SC_API int sc_plan(sc_comm_t comm, int collective, size_t count, int dtype, int 
 /* "lamport", "ll", "flat", "tree", "lp", "vendor" (or "unknown"). */
 SC_API const char* sc_protocol_name(int protocol);
 
-/* ---- collectives (asynchronous on `stream`) ---- */
+/* ---- collectives (asynchronous on `stream`) ----
+ * algo: SC_ALGO_AUTO (the library's policy: sc_plan says what it picks) or a forced algorithm; the
+ * explicit _lp and sc_vendor_ forms below are the same protocols called directly. */
 SC_API int sc_allreduce(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int op,
                  double premul_factor, int algo, void* stream);
 SC_API int sc_allgather(sc_comm_t comm, const void* send, void* recv, size_t count_per_rank, int dtype,
-                 void* stream);
+                 int algo, void* stream);
 SC_API int sc_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype,
-                     int op, double premul_factor, void* stream);
+                     int op, double premul_factor, int algo, void* stream);
 SC_API int sc_alltoall(sc_comm_t comm, const void* send, void* recv, size_t count_per_peer, int dtype,
-                void* stream);
+                int algo, void* stream);
 SC_API int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root,
-                 void* stream);
+                 int algo, void* stream);
 /* allToAllV with device-resident sizes (AllToAllvDynamic). send_counts[j] (device, int64, nranks
  * elements) elements of `send` go to rank j, from send_offsets[j] (device; NULL = packed: exclusive
  * prefix sums of send_counts). Blocks received land in `recv` in source-rank order, packed from 0

@@ -122,10 +122,10 @@ public final class SparkCommsNative {
   public static native int sc_plan(sc_comm comm, int collective, @Cast("size_t") long count, int dtype, int op, int algo, int[] protocol);
   public static native @Cast("const char*") String sc_protocol_name(int protocol);
   public static native int sc_allreduce(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int op, double premul_factor, int algo, Pointer stream);
-  public static native int sc_allgather(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, Pointer stream);
-  public static native int sc_reducescatter(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, Pointer stream);
-  public static native int sc_alltoall(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, Pointer stream);
-  public static native int sc_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
+  public static native int sc_allgather(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, int algo, Pointer stream);
+  public static native int sc_reducescatter(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, int algo, Pointer stream);
+  public static native int sc_alltoall(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, int algo, Pointer stream);
+  public static native int sc_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, int algo, Pointer stream);
   public static native int sc_alltoallv(sc_comm comm, @Const Pointer send, @Cast("size_t") long send_capacity, @Cast("const int64_t*") Pointer send_counts, @Cast("const int64_t*") Pointer send_offsets, Pointer recv, @Cast("size_t") long recv_capacity, @Cast("int64_t*") Pointer recv_counts, @Cast("const int64_t*") Pointer recv_offsets, int dtype, Pointer stream);
   public static native int sc_alltoallv_status(sc_comm comm, long[] status);
   public static native int sc_barrier(sc_comm comm, Pointer stream);
