@@ -236,35 +236,36 @@ public final class CommOptions {
 
     /**
      * Applies RCCLX-style environment variables: {@code RCCL_LOW_PRECISION_ENABLE},
-     * {@code RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}} (0/1),
+     * {@code RCCL_LOW_PRECISION_ENABLE_{ALLREDUCE,ALLGATHER,REDUCESCATTER,ALLTOALL}},
      * {@code RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES}, {@code RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES}, and our own
      * {@code SPARKCOMMS_ALGO}, {@code SPARKCOMMS_BACKEND}, {@code SPARKCOMMS_TIMEOUT_MS},
      * {@code SPARKCOMMS_LP_MIN_BYTES}, {@code SPARKCOMMS_LP_BLOCK_SIZE},
      * {@code SPARKCOMMS_LP_ONESHOT_MAX_RANKS}, {@code SPARKCOMMS_FP8_FORMAT},
-     * {@code SPARKCOMMS_STAGING_BYTES}, {@code SPARKCOMMS_VENDOR}. A malformed value is an error naming the variable.
+     * {@code SPARKCOMMS_STAGING_BYTES}, {@code SPARKCOMMS_VENDOR}. Sizes and counts follow
+     * {@link Sizes#parse}, switches {@link Flags#parse}; {@code SPARKCOMMS_TIMEOUT_MS} is a whole number
+     * of milliseconds (digits only, no suffix). A blank size, count, switch or timeout is not set. A
+     * malformed or out-of-range value is an error naming the variable.
      */
     public Builder applyEnvironment(Map<String, String> env) {
-      String v;
-      if ((v = env.get("RCCL_LOW_PRECISION_ENABLE")) != null) lowPrecision(bool("RCCL_LOW_PRECISION_ENABLE", v));
+      bool(env, "RCCL_LOW_PRECISION_ENABLE", this::lowPrecision);
       String[][] per = {{"ALLREDUCE", "ALL_REDUCE"}, {"ALLGATHER", "ALL_GATHER"},
           {"REDUCESCATTER", "REDUCE_SCATTER"}, {"ALLTOALL", "ALL_TO_ALL"}};
       for (String[] p : per) {
-        String name = "RCCL_LOW_PRECISION_ENABLE_" + p[0];
-        if ((v = env.get(name)) != null) lowPrecision(Collective.valueOf(p[1]), bool(name, v));
+        Collective c = Collective.valueOf(p[1]);
+        bool(env, "RCCL_LOW_PRECISION_ENABLE_" + p[0], on -> lowPrecision(c, on));
       }
-      if ((v = env.get("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES")) != null) flatMaxBytes(bytes("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", v));
-      if ((v = env.get("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES")) != null) treeMaxBytes(bytes("RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", v));
+      bytes(env, "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", this::flatMaxBytes);
+      bytes(env, "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", this::treeMaxBytes);
+      String v;
       if ((v = env.get("SPARKCOMMS_ALGO")) != null) algorithm(Algorithm.valueOf(v.trim().toUpperCase(Locale.ROOT)));
       if ((v = env.get("SPARKCOMMS_BACKEND")) != null) backend(Backend.valueOf(v.trim().toUpperCase(Locale.ROOT)));
-      if ((v = env.get("SPARKCOMMS_TIMEOUT_MS")) != null) timeout(Duration.ofMillis(bytes("SPARKCOMMS_TIMEOUT_MS", v)));
-      if ((v = env.get("SPARKCOMMS_LP_MIN_BYTES")) != null) lpMinBytes(bytes("SPARKCOMMS_LP_MIN_BYTES", v));
-      if ((v = env.get("SPARKCOMMS_LP_BLOCK_SIZE")) != null) lpBlockSize((int) bytes("SPARKCOMMS_LP_BLOCK_SIZE", v));
-      if ((v = env.get("SPARKCOMMS_LP_ONESHOT_MAX_RANKS")) != null) {
-        lpOneShotMaxRanks((int) Math.min(Integer.MAX_VALUE, bytes("SPARKCOMMS_LP_ONESHOT_MAX_RANKS", v)));
-      }
+      millis(env, "SPARKCOMMS_TIMEOUT_MS", ms -> timeout(Duration.ofMillis(ms)));
+      bytes(env, "SPARKCOMMS_LP_MIN_BYTES", this::lpMinBytes);
+      bytes(env, "SPARKCOMMS_LP_BLOCK_SIZE", n -> lpBlockSize((int) Math.min(Integer.MAX_VALUE, n)));
+      bytes(env, "SPARKCOMMS_LP_ONESHOT_MAX_RANKS", n -> lpOneShotMaxRanks((int) Math.min(Integer.MAX_VALUE, n)));
       if ((v = env.get("SPARKCOMMS_FP8_FORMAT")) != null) fp8Format(Fp8Format.parse(v));
-      if ((v = env.get("SPARKCOMMS_STAGING_BYTES")) != null) stagingBytes(bytes("SPARKCOMMS_STAGING_BYTES", v));
-      if ((v = env.get("SPARKCOMMS_VENDOR")) != null) vendor(bool("SPARKCOMMS_VENDOR", v));
+      bytes(env, "SPARKCOMMS_STAGING_BYTES", this::stagingBytes);
+      bool(env, "SPARKCOMMS_VENDOR", this::vendor);
       return this;
     }
 
@@ -280,19 +281,35 @@ public final class CommOptions {
       return v;
     }
 
-    private static boolean bool(String name, String v) {
-      switch (v.trim().toLowerCase(Locale.ROOT)) {
-        case "1": case "true": case "yes": case "on": return true;
-        case "0": case "false": case "no": case "off": case "": return false;
-        default: throw new IllegalArgumentException(name + "=" + v + ": expected 0 or 1");
+    /** Applies the switch {@code name} of {@code env} when set ({@link Flags#parse}); errors name it. */
+    private static void bool(Map<String, String> env, String name, java.util.function.Consumer<Boolean> set) {
+      Flags.parse(name, env.get(name)).ifPresent(set);
+    }
+
+    /** Applies the size or count {@code name} of {@code env} when set ({@link Sizes#parse}); errors name it. */
+    private static void bytes(Map<String, String> env, String name, java.util.function.LongConsumer set) {
+      String v = env.get(name);
+      java.util.OptionalLong n = Sizes.parse(name, v);
+      if (n.isEmpty()) return;
+      try {
+        set.accept(n.getAsLong());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(name + "=" + v + ": " + e.getMessage(), e);
       }
     }
 
-    private static long bytes(String name, String v) {
+    /** Applies the whole number of milliseconds {@code name} of {@code env} when set (digits only); errors name it. */
+    private static void millis(Map<String, String> env, String name, java.util.function.LongConsumer set) {
+      String v = env.get(name);
+      if (v == null || v.isBlank()) return;
+      if (!v.strip().chars().allMatch(ch -> ch >= '0' && ch <= '9')) {
+        throw new IllegalArgumentException(name + "=" + v + ": expected a whole number of milliseconds (digits only, e.g. 120000)");
+      }
+      long ms = Sizes.parse(name, v).getAsLong();
       try {
-        return Sizes.parseBytes(v);
+        set.accept(ms);
       } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(name + "=" + v + ": " + e.getMessage());
+        throw new IllegalArgumentException(name + "=" + v + ": " + e.getMessage(), e);
       }
     }
   }

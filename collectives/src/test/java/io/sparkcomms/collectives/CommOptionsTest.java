@@ -45,17 +45,41 @@ class CommOptionsTest {
         () -> CommOptions.builder().applyEnvironment(Map.of("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "lots")));
     assertTrue(e.getMessage().contains("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES"));
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().applyEnvironment(Map.of("RCCL_LOW_PRECISION_ENABLE", "maybe")));
+    for (String[] kv : new String[][] {{"RCCL_LOW_PRECISION_ENABLE_ALLGATHER", "yes"}, {"SPARKCOMMS_VENDOR", "no"},
+        {"SPARKCOMMS_STAGING_BYTES", "64KB"}, {"SPARKCOMMS_LP_BLOCK_SIZE", "1.5K"},
+        {"SPARKCOMMS_STAGING_BYTES", "1"}, {"SPARKCOMMS_LP_BLOCK_SIZE", "4294967297"},
+        {"SPARKCOMMS_TIMEOUT_MS", "5K"}, {"SPARKCOMMS_TIMEOUT_MS", "-5"}, {"SPARKCOMMS_TIMEOUT_MS", "0"}}) {
+      IllegalArgumentException err = assertThrows(IllegalArgumentException.class,
+          () -> CommOptions.builder().applyEnvironment(Map.of(kv[0], kv[1])), kv[0] + "=" + kv[1]);
+      assertTrue(err.getMessage().startsWith(kv[0] + "=" + kv[1] + ": "), err.getMessage());
+    }
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().flatMaxBytes(1 << 20).treeMaxBytes(1 << 10).build());
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().timeout(Duration.ZERO));
     assertThrows(IllegalArgumentException.class, () -> CommOptions.builder().lpOneShotMaxRanks(-1));
   }
 
+  @Test void blankValuesAreNotSet() {
+    Map<String, String> env = Map.of("RCCL_LOW_PRECISION_ENABLE", "", "SPARKCOMMS_VENDOR", " ",
+        "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "", "SPARKCOMMS_STAGING_BYTES", "  ", "SPARKCOMMS_TIMEOUT_MS", "");
+    assertEquals(CommOptions.defaults().toString(), CommOptions.builder().applyEnvironment(env).build().toString());
+    CommOptions off = CommOptions.builder().applyEnvironment(Map.of("SPARKCOMMS_VENDOR", " OFF ", "RCCL_LOW_PRECISION_ENABLE", "On")).build();
+    assertFalse(off.vendor());
+    assertTrue(off.lowPrecision());
+  }
+
   @Test void sizes() {
     assertEquals(1024, Sizes.parseBytes("1K"));
     assertEquals(64L << 20, Sizes.parseBytes("64M"));
-    assertEquals(1L << 30, Sizes.parseBytes("1GiB"));
+    assertEquals(1L << 30, Sizes.parseBytes("1G"));
+    assertEquals(1L << 30, Sizes.parseBytes("1g"));
     assertEquals(512, Sizes.parseBytes("512"));
     assertEquals("64M", Sizes.format(64L << 20));
-    assertThrows(IllegalArgumentException.class, () -> Sizes.parseBytes("-1"));
+    assertEquals("1536", Sizes.format(1536));
+    for (long v : new long[] {0, 1, 1536, 4096, 64L << 20, 3L << 30, Long.MAX_VALUE}) {
+      assertEquals(v, Sizes.parseBytes(Sizes.format(v)), "format then parse " + v);
+    }
+    for (String bad : new String[] {"-1", "1GiB", "1GB", "64KB", "1T", "", "\u0661"}) {
+      assertThrows(IllegalArgumentException.class, () -> Sizes.parseBytes(bad), bad);
+    }
   }
 }

@@ -3,6 +3,7 @@ package io.sparkcomms.spark;
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Flags;
 import io.sparkcomms.collectives.Sizes;
 import io.sparkcomms.collectives.lp.Fp8Format;
 import java.time.Duration;
@@ -14,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import org.apache.spark.network.util.JavaUtils;
 import org.apache.spark.SparkConf;
 import scala.Tuple2;
@@ -132,7 +134,8 @@ public final class SparkCommsConf {
 
   public String resourceName() { return raw(RESOURCE_NAME).filter(s -> !s.isEmpty()).orElse(RESOURCE_NAME.defaultValue()); }
 
-  public boolean numaAffinity() { return bool(NUMA_AFFINITY, raw(NUMA_AFFINITY).orElse(NUMA_AFFINITY.defaultValue())); }
+  public boolean numaAffinity() { return raw(NUMA_AFFINITY).flatMap(v -> bool(NUMA_AFFINITY, v))
+      .orElseGet(() -> bool(NUMA_AFFINITY, NUMA_AFFINITY.defaultValue()).orElseThrow()); }
 
   public Duration gpuClaimCheckInterval() {
     return duration(GPU_CLAIM_CHECK_INTERVAL, raw(GPU_CLAIM_CHECK_INTERVAL).orElse(GPU_CLAIM_CHECK_INTERVAL.defaultValue()));
@@ -161,16 +164,16 @@ public final class SparkCommsConf {
     CommOptions.Builder b = CommOptions.builder().applyEnvironment(env);
     apply(BACKEND, v -> b.backend(enumValue(BACKEND, CommOptions.Backend.class, v)));
     apply(ALGO, v -> b.algorithm(enumValue(ALGO, Algorithm.class, v)));
-    apply(FLAT_MAX_BYTES, v -> b.flatMaxBytes(bytes(FLAT_MAX_BYTES, v)));
-    apply(TREE_MAX_BYTES, v -> b.treeMaxBytes(bytes(TREE_MAX_BYTES, v)));
+    apply(FLAT_MAX_BYTES, v -> bytes(FLAT_MAX_BYTES, v).ifPresent(b::flatMaxBytes));
+    apply(TREE_MAX_BYTES, v -> bytes(TREE_MAX_BYTES, v).ifPresent(b::treeMaxBytes));
     apply(TIMEOUT, v -> b.timeout(duration(TIMEOUT, v)));
-    apply(LOW_PRECISION, v -> b.lowPrecision(bool(LOW_PRECISION, v)));
-    PER_COLLECTIVE_LP.forEach((e, c) -> apply(e, v -> b.lowPrecision(c, bool(e, v))));
-    apply(LP_MIN_BYTES, v -> b.lpMinBytes(bytes(LP_MIN_BYTES, v)));
+    apply(LOW_PRECISION, v -> bool(LOW_PRECISION, v).ifPresent(b::lowPrecision));
+    PER_COLLECTIVE_LP.forEach((e, c) -> apply(e, v -> bool(e, v).ifPresent(on -> b.lowPrecision(c, on))));
+    apply(LP_MIN_BYTES, v -> bytes(LP_MIN_BYTES, v).ifPresent(b::lpMinBytes));
     apply(FP8_FORMAT, v -> b.fp8Format(parse(FP8_FORMAT, v, Fp8Format::parse)));
-    apply(LP_BLOCK_SIZE, v -> b.lpBlockSize(Math.toIntExact(parse(LP_BLOCK_SIZE, v, Long::parseLong))));
-    apply(LP_ONESHOT_MAX_RANKS, v -> b.lpOneShotMaxRanks(Math.toIntExact(parse(LP_ONESHOT_MAX_RANKS, v, Long::parseLong))));
-    apply(STAGING_BYTES, v -> b.stagingBytes(bytes(STAGING_BYTES, v)));
+    apply(LP_BLOCK_SIZE, v -> bytes(LP_BLOCK_SIZE, v).ifPresent(n -> b.lpBlockSize((int) Math.min(Integer.MAX_VALUE, n))));
+    apply(LP_ONESHOT_MAX_RANKS, v -> bytes(LP_ONESHOT_MAX_RANKS, v).ifPresent(n -> b.lpOneShotMaxRanks((int) Math.min(Integer.MAX_VALUE, n))));
+    apply(STAGING_BYTES, v -> bytes(STAGING_BYTES, v).ifPresent(b::stagingBytes));
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
@@ -214,19 +217,15 @@ public final class SparkCommsConf {
     }
   }
 
-  private static long bytes(Entry e, String v) { return parse(e, v, Sizes::parseBytes); }
+  /** A size or count in the grammar of {@link Sizes#parse} (the same text as its environment variable); empty when blank. */
+  private static OptionalLong bytes(Entry e, String v) { return Sizes.parse(e.key(), v); }
 
   private static Duration duration(Entry e, String v) {
     return parse(e, v, s -> Duration.ofMillis(JavaUtils.timeStringAsMs(s)));
   }
 
-  static boolean bool(Entry e, String v) {
-    switch (v.trim().toLowerCase(Locale.ROOT)) {
-      case "true": case "1": case "yes": case "on": return true;
-      case "false": case "0": case "no": case "off": return false;
-      default: throw new IllegalArgumentException(e.key() + "=" + v + ": expected true or false");
-    }
-  }
+  /** A switch in the grammar of {@link Flags#parse} (the same text as its environment variable); empty when blank. */
+  static Optional<Boolean> bool(Entry e, String v) { return Flags.parse(e.key(), v); }
 
   private static <E extends Enum<E>> E enumValue(Entry e, Class<E> type, String v) {
     try {

@@ -92,6 +92,47 @@ class SparkCommsConfTest {
     assertTrue(e.getMessage().contains("spark.sparkcomms.numaAffinity"));
   }
 
+  /**
+   * Every size and flag text of the shared case table means the same as a key and as its environment
+   * variable: the same value, or an error naming the key (or variable).
+   */
+  @Test void keysAcceptTheTextOfTheirEnvironmentVariables() throws Exception {
+    Path table = Path.of(System.getProperty("user.dir"), "..", "native", "src", "test", "resources", "setting-values.tsv");
+    assertTrue(Files.isRegularFile(table), "case table missing: " + table.normalize());
+    int rows = 0;
+    for (String line : Files.readAllLines(table)) {
+      if (line.isBlank() || line.startsWith("#")) continue;
+      String[] f = line.split("\t", -1);
+      String text = f[1].substring(1, f[1].length() - 1);
+      boolean size = f[0].equals("size");
+      String[][] pairs = size
+          ? new String[][] {{"spark.sparkcomms.lpMinBytes", "SPARKCOMMS_LP_MIN_BYTES"}, {"spark.sparkcomms.flatMaxBytes", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES"}}
+          : new String[][] {{"spark.sparkcomms.lowPrecision", "RCCL_LOW_PRECISION_ENABLE"}, {"spark.sparkcomms.lowPrecision.allReduce", "RCCL_LOW_PRECISION_ENABLE_ALLREDUCE"}};
+      for (String[] p : pairs) {
+        String viaKey = outcome(() -> SparkCommsConf.of(Map.of(p[0], text)).commOptions(Map.of()), p[0]);
+        String viaEnv = outcome(() -> SparkCommsConf.of(Map.of()).commOptions(Map.of(p[1], text)), p[1]);
+        assertEquals(viaEnv, viaKey, line);
+        assertEquals(f[2].equals("ERROR"), viaKey.equals("ERROR"), line + ": " + viaKey);
+      }
+      if (!size) {
+        String numa = outcome(() -> SparkCommsConf.of(Map.of("spark.sparkcomms.numaAffinity", text)).numaAffinity(), "spark.sparkcomms.numaAffinity");
+        assertEquals(f[2].equals("DEFAULT") ? "false" : f[2].equals("ERROR") ? "ERROR" : Boolean.toString(f[2].equals("1")), numa, line);
+      }
+      rows++;
+    }
+    assertTrue(rows > 0, "no rows in " + table);
+  }
+
+  /** The result of {@code s} as text, or "ERROR" when it throws an error naming {@code name}. */
+  private static String outcome(java.util.function.Supplier<Object> s, String name) {
+    try {
+      return String.valueOf(s.get());
+    } catch (IllegalArgumentException e) {
+      assertTrue(e.getMessage().contains(name), e.getMessage());
+      return "ERROR";
+    }
+  }
+
   @Test void keysAreUniqueDocumentedAndPrefixed() {
     Set<String> seen = new HashSet<>();
     for (SparkCommsConf.Entry e : SparkCommsConf.entries()) {
