@@ -9,8 +9,7 @@ import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.lp.Fp8Format;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import io.sparkcomms.spark.ConfigurationReference;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Map;
@@ -18,9 +17,8 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class SparkCommsConfTest {
-  static final Path CONFIG_MD = Path.of(System.getProperty("user.dir"), "CONFIG.md");
-  static final String BEGIN = "<!-- BEGIN GENERATED: SparkCommsConf.markdownTable() -->\n";
-  static final String END = "<!-- END GENERATED -->";
+  /** The generated section of docs/configuration.md that holds {@link SparkCommsConf#markdownTable()}. */
+  static final String SECTION = "spark keys";
 
   @Test void defaultsMatchCommOptions() {
     SparkCommsConf c = SparkCommsConf.of(Map.of());
@@ -103,20 +101,17 @@ class SparkCommsConfTest {
   }
 
   /**
-   * CONFIG.md holds the generated table between markers. Run with -Dsparkcomms.updateConfigDoc=true
-   * to rewrite it after changing {@link SparkCommsConf}.
+   * docs/configuration.md holds the generated table in its "spark keys" section. Run with
+   * -Dsparkcomms.updateConfigDoc=true to rewrite it after changing {@link SparkCommsConf}.
    */
-  @Test void configDocIsUpToDate() throws Exception {
-    String text = Files.readString(CONFIG_MD);
-    int b = text.indexOf(BEGIN);
-    int e = text.indexOf(END);
-    assertTrue(b >= 0 && e > b, "CONFIG.md lacks the generated-table markers");
-    String expected = text.substring(0, b + BEGIN.length()) + SparkCommsConf.markdownTable() + text.substring(e);
+  @Test void configDocIsUpToDate() {
+    String text = ConfigurationReference.read();
+    String expected = ConfigurationReference.withGenerated(text, SECTION, SparkCommsConf.markdownTable());
     if (Boolean.getBoolean("sparkcomms.updateConfigDoc")) {
-      Files.writeString(CONFIG_MD, expected);
+      ConfigurationReference.write(expected);
       return;
     }
-    assertEquals(expected, text, "spark-plugin/CONFIG.md is stale: run the spark-plugin tests with -Dsparkcomms.updateConfigDoc=true");
+    assertEquals(expected, text, "docs/configuration.md is stale: run SparkCommsConfTest with -Dsparkcomms.updateConfigDoc=true");
     for (SparkCommsConf.Entry entry : SparkCommsConf.entries()) assertTrue(text.contains("`" + entry.key() + "`"));
   }
 }
