@@ -69,6 +69,13 @@ class GpuClaimTest {
     assertTrue(uuid.getMessage().contains("not a device ordinal"), uuid.getMessage());
   }
 
+  /** META-INF/services names the binder under DeviceBinder's name, so ExecutorGpu.binder() finds it. */
+  @Test void theNativeBinderIsRegisteredAsAService() {
+    List<Class<?>> found = new java.util.ArrayList<>();
+    java.util.ServiceLoader.load(DeviceBinder.class, ExecutorGpu.class.getClassLoader()).stream().forEach(p -> found.add(p.type()));
+    assertEquals(List.of(NativeDeviceBinder.class), found);
+  }
+
   @Test void aConflictedGpuRaisesItsMessage() {
     ExecutorGpu g = new ExecutorGpu("gpu", "0", 0, "h", "1");
     ExecutorGpu.install(g);
