@@ -24,9 +24,9 @@ import org.apache.spark.api.plugin.PluginContext;
  * RpcEnv was created. In an executor that is the JVM's application class loader, created before the
  * jars of {@code --jars} / {@code spark.jars} are fetched; the plugin itself is loaded from those
  * jars (SPARK-32119), so a reply object of ours could not be deserialized there
- * ({@code ClassNotFoundException: io.sparkcomms.spark.rendezvous.RendezvousProtocol$Reply} in the transport
- * handler, after which the executor lost its driver and exited). A {@code byte[]} needs no class of
- * ours in Spark's layer. Decoding accepts only the protocol's own classes and the JDK types they
+ * ({@code ClassNotFoundException: io.sparkcomms.spark.rendezvous.RendezvousProtocol$Reply} in the
+ * transport handler, after which the executor lost its driver and exited). A {@code byte[]} needs no
+ * class of ours in Spark's layer. Decoding accepts only the protocol's own classes and the JDK types they
  * hold ({@link ObjectInputFilter}).
  */
 final class PluginWire {
