@@ -1,1 +1,1 @@
-../src/main/resources/io/sparkcomms/spark/discover-gpus.sh
+../src/main/resources/io/sparkcomms/spark/gpu/discover-gpus.sh

@@ -7,7 +7,7 @@ import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.gpu.DeviceTensor;
 import io.sparkcomms.spark.BarrierComms;
-import io.sparkcomms.spark.ExecutorGpu;
+import io.sparkcomms.spark.gpu.ExecutorGpu;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,7 +1,8 @@
 package io.sparkcomms.examples;
 
+import io.sparkcomms.examples.models.MlpModel;
 import io.sparkcomms.spark.dataset.BarrierOptions;
-import io.sparkcomms.spark.dataset.MlpModel;
+import io.sparkcomms.spark.dataset.DenseLayer;
 import io.sparkcomms.spark.dataset.TensorParallelInference;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
@@ -39,7 +40,7 @@ public final class TensorParallelInferenceExample {
 
   /** Runs the example; 0 when every output matches single-rank inference. */
   public static int run(SparkSession spark, int rows, int[] widths, int batch, int ranks, TensorParallelInference.Split split) {
-    MlpModel model = MlpModel.random(17, MlpModel.Activation.IDENTITY, widths);
+    MlpModel model = MlpModel.random(17, DenseLayer.Activation.IDENTITY, widths);
     Dataset<Row> data = spark.range(rows).repartition(ranks)
         .selectExpr("CAST(id AS INT) AS id",
             "transform(sequence(1, " + widths[0] + "), j -> CAST(sin(id * 0.37 + j * 1.3) AS FLOAT)) AS features")

@@ -1,10 +1,10 @@
 package io.sparkcomms.examples;
 
+import io.sparkcomms.examples.models.LogisticRegressionGradient;
 import io.sparkcomms.spark.dataset.BarrierOptions;
 import io.sparkcomms.spark.dataset.CommSettings;
 import io.sparkcomms.spark.dataset.DataParallelTrainer;
 import io.sparkcomms.spark.dataset.LabeledVector;
-import io.sparkcomms.spark.dataset.LogisticRegressionGradient;
 import io.sparkcomms.spark.dataset.TrainingResult;
 import io.sparkcomms.spark.dataset.VectorColumns;
 import java.io.BufferedReader;

@@ -4,6 +4,12 @@ import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import io.sparkcomms.spark.gpu.ExecutorGpu;
+import io.sparkcomms.spark.plugin.SparkCommsConf;
+import io.sparkcomms.spark.plugin.SparkCommsExecutorPlugin;
+import io.sparkcomms.spark.plugin.SparkCommsMetrics;
+import io.sparkcomms.spark.rendezvous.PluginRendezvous;
+import io.sparkcomms.spark.rendezvous.SparkBarrierRendezvous;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,7 +17,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.util.TaskFailureListener;
 import org.slf4j.Logger;
@@ -108,7 +113,7 @@ public final class BarrierComms {
   /** The plugin RPC rendezvous when the plugin runs in this executor (and the conf allows it), else the barrier one. */
   private static Rendezvous rendezvous(BarrierTaskContext ctx, Key key) {
     SparkCommsConf.RendezvousMode mode = SparkCommsConf.of(SparkEnv.get().conf()).rendezvous();
-    Optional<PluginContext> channel = SparkCommsExecutorPlugin.driverChannel();
+    Optional<PluginRendezvous.Rpc> channel = SparkCommsExecutorPlugin.driverRpc();
     if (mode != SparkCommsConf.RendezvousMode.BARRIER && channel.isPresent()) {
       boolean first = !GROUPS.containsKey(key);
       int group = GROUPS.merge(key, 1, Integer::sum) - 1;

@@ -1,5 +1,7 @@
 package io.sparkcomms.spark;
 
+import io.sparkcomms.spark.gpu.GpuInventory;
+import io.sparkcomms.spark.plugin.SparkCommsConf;
 import java.util.List;
 import java.util.Optional;
 import org.apache.spark.SparkConf;
@@ -22,12 +24,7 @@ public class GpuDiscoveryPlugin implements ResourceDiscoveryPlugin {
   public Optional<ResourceInformation> discoverResource(ResourceRequest request, SparkConf conf) {
     String name = SparkCommsConf.of(conf).resourceName();
     if (!request.id().resourceName().equals(name)) return Optional.empty();
-    List<String> addresses = discover(GpuTools.fromSystem());
+    List<String> addresses = GpuInventory.deviceAddresses();
     return Optional.of(new ResourceInformation(name, addresses.toArray(new String[0])));
-  }
-
-  /** The addresses discovery reports with these tools and environment. */
-  static List<String> discover(GpuTools tools) {
-    return GpuInventory.discover(tools).addresses(tools.env());
   }
 }

@@ -1,5 +1,8 @@
 package io.sparkcomms.spark;
 
+import io.sparkcomms.spark.plugin.SparkCommsConf;
+import io.sparkcomms.spark.plugin.SparkCommsDriverPlugin;
+import io.sparkcomms.spark.plugin.SparkCommsExecutorPlugin;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.SparkPlugin;

@@ -8,6 +8,7 @@ import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.spark.plugin.SparkCommsMetrics;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.spark.gpu.ExecutorGpu;
 import java.io.Serializable;
 import java.nio.file.Files;
 import java.nio.file.Path;

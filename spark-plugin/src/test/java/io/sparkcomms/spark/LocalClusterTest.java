@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.spark.gpu.ExecutorGpu;
+import io.sparkcomms.spark.gpu.Fixtures;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;

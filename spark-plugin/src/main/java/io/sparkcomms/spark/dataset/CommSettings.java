@@ -3,7 +3,7 @@ package io.sparkcomms.spark.dataset;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.spark.BarrierComms;
-import io.sparkcomms.spark.SparkCommsConf;
+import io.sparkcomms.spark.plugin.SparkCommsConf;
 import java.io.Serializable;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -52,7 +52,7 @@ public final class CommSettings implements Serializable {
   public CommSettings with(String key, String value) {
     String k = key.startsWith(SparkCommsConf.PREFIX) ? key : SparkCommsConf.PREFIX + key;
     if (SparkCommsConf.find(k).isEmpty()) {
-      throw new IllegalArgumentException("unknown sparkcomms key " + k + " (see spark-plugin/CONFIG.md)");
+      throw new IllegalArgumentException("unknown sparkcomms key " + k + " (see docs/configuration.md)");
     }
     Map<String, String> m = new LinkedHashMap<>(overrides);
     m.put(k, value);

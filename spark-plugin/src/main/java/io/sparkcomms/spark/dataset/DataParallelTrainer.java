@@ -25,6 +25,7 @@ import org.apache.spark.sql.Dataset;
  * momentum), so the parameters stay identical everywhere.
  *
  * <pre>{@code
+ * // LogisticRegressionGradient: the example model (io.sparkcomms.examples.models)
  * TrainingResult r = new DataParallelTrainer<>(new LogisticRegressionGradient())
  *     .initialParams(new float[31]).epochs(20).learningRate(0.5).momentum(0.9).batchSize(32)
  *     .checkpointDir("hdfs:///models/lr").checkpointEvery(5)

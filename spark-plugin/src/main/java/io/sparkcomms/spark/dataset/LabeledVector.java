@@ -7,7 +7,7 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.types.StructType;
 
-/** A feature vector and its label: the row type of the ready-made models. */
+/** A feature vector and its label: a row type for supervised models ({@link GradientFunction}). */
 public final class LabeledVector implements Serializable {
   private static final long serialVersionUID = 1L;
   private final float[] features;

@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Tensor-parallel batch inference of an {@link MlpModel} over a Dataset: every layer's weights are
+ * Tensor-parallel batch inference of a {@link DenseNetwork} over a Dataset: every layer's weights are
  * split across the ranks of a barrier stage (each rank keeps only its shard), every batch is shared
  * by the group, and partial outputs are combined with allReduce.
  *
@@ -41,6 +41,9 @@ import org.apache.spark.sql.types.StructType;
  * Messages are {@code ranks * batchSize * width} floats: for small batches, the decode-size path the
  * flat one-shot algorithm is for. Output rows keep their partition and order. The model travels to
  * the executors as a Spark broadcast.
+ *
+ * <p>The layers are taken from the network once, when this object is built; a later change of the
+ * network's layers does not reach it.
  */
 public final class TensorParallelInference implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -48,16 +51,28 @@ public final class TensorParallelInference implements Serializable {
   /** How the weights of each layer are split across the ranks. */
   public enum Split { ROWS, COLUMNS, ALTERNATING }
 
-  private final MlpModel model;
+  private final List<DenseLayer> layers;
   private String featuresCol = "features";
   private String outputCol = "prediction";
   private int batchSize = 64;
   private Split split = Split.ALTERNATING;
   private BarrierOptions barrier = BarrierOptions.defaults();
 
-  public TensorParallelInference(MlpModel model) {
+  /**
+   * @throws IllegalArgumentException when the network has no layers or a layer's inputs differ from
+   *     the previous layer's outputs
+   */
+  public TensorParallelInference(DenseNetwork model) {
     if (model == null) throw new IllegalArgumentException("model is null");
-    this.model = model;
+    List<DenseLayer> ls = List.copyOf(model.layers());
+    if (ls.isEmpty()) throw new IllegalArgumentException("a model needs at least one layer");
+    for (int i = 1; i < ls.size(); i++) {
+      if (ls.get(i).in != ls.get(i - 1).out) {
+        throw new IllegalArgumentException("layer " + i + " takes " + ls.get(i).in + " inputs, layer " + (i - 1)
+            + " gives " + ls.get(i - 1).out);
+      }
+    }
+    this.layers = ls;
   }
 
   public TensorParallelInference featuresCol(String c) { this.featuresCol = c; return this; }
@@ -83,7 +98,7 @@ public final class TensorParallelInference implements Serializable {
     VectorAccumulator reader = VectorAccumulator.forColumn(schema, featuresCol);
     int fi = schema.fieldIndex(featuresCol);
     StructType outSchema = schema.add(outputCol, DataTypes.createArrayType(DataTypes.FloatType, false), false);
-    Broadcast<MlpModel> bc = JavaSparkContext.fromSparkContext(data.sparkSession().sparkContext()).broadcast(model);
+    Broadcast<List<DenseLayer>> bc = JavaSparkContext.fromSparkContext(data.sparkSession().sparkContext()).broadcast(layers);
     Split sp = split;
     int b = batchSize;
     JavaRDD<Row> out = BarrierDatasets.mapPartitions(data.javaRDD(),
@@ -91,11 +106,11 @@ public final class TensorParallelInference implements Serializable {
     return data.sparkSession().createDataFrame(out, outSchema);
   }
 
-  private static Iterator<Row> run(Communicator comm, Iterator<Row> it, MlpModel model, Split split, int b,
+  private static Iterator<Row> run(Communicator comm, Iterator<Row> it, List<DenseLayer> model, Split split, int b,
       VectorAccumulator reader, int fi) {
     List<Row> rows = new ArrayList<>();
     List<float[]> feats = new ArrayList<>();
-    int in = model.inputs();
+    int in = model.get(0).in;
     while (it.hasNext()) {
       Row r = it.next();
       float[] x = reader.floats(r, fi);
@@ -111,7 +126,7 @@ public final class TensorParallelInference implements Serializable {
     comm.allReduce(HostTensor.of(max), ReduceOp.MAX);
     int steps = (int) ((max[0] + b - 1) / b);
     int ranks = comm.size();
-    int outW = model.outputs();
+    int outW = model.get(model.size() - 1).out;
     float[] local = new float[b * in];
     float[] group = new float[ranks * b * in];
     List<Row> result = new ArrayList<>(rows.size());
@@ -141,10 +156,9 @@ public final class TensorParallelInference implements Serializable {
     private final int rank;
     private final int ranks;
 
-    Sharded(MlpModel model, Split split, int rank, int ranks) {
+    Sharded(List<DenseLayer> ls, Split split, int rank, int ranks) {
       this.rank = rank;
       this.ranks = ranks;
-      List<MlpModel.Layer> ls = model.layers();
       for (int i = 0; i < ls.size(); i++) {
         boolean rows = split == Split.ROWS || (split == Split.ALTERNATING && i % 2 == 0);
         shards.add(new Shard(ls.get(i), rows, rank, ranks));
@@ -214,7 +228,7 @@ public final class TensorParallelInference implements Serializable {
       return a.v;
     }
 
-    /** Sum of w[wo + i] * x[xo + i], i < n, in order (as {@link MlpModel#forward}). */
+    /** Sum of w[wo + i] * x[xo + i], i < n, in order, in float32 (the order of a plain dense layer's loop). */
     static float dot(float[] w, int wo, float[] x, int xo, int n) {
       float sum = 0;
       for (int i = 0; i < n; i++) sum += w[wo + i] * x[xo + i];
@@ -242,14 +256,14 @@ public final class TensorParallelInference implements Serializable {
 
   /** One rank's slice of one layer. */
   private static final class Shard {
-    final MlpModel.Layer layer;
+    final DenseLayer layer;
     final boolean rows;
     final int lo;
     final int hi;
     final float[] w;   // rows: [hi-lo][in]; columns: [out][hi-lo]
     final float[] b;   // rows: bias slice; columns: full bias
 
-    Shard(MlpModel.Layer l, boolean rows, int rank, int ranks) {
+    Shard(DenseLayer l, boolean rows, int rank, int ranks) {
       this.layer = l;
       this.rows = rows;
       int d = rows ? l.out : l.in;

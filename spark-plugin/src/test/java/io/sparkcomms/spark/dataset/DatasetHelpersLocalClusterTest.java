@@ -91,7 +91,7 @@ class DatasetHelpersLocalClusterTest {
       List<LabeledVector> data = Reference.logisticData(300, 5, 8);
       JavaRDD<LabeledVector> rdd = sc.parallelize(data, 2);
       String ck = dir.resolve("ckpt").toUri().toString();
-      DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new LogisticRegressionGradient())
+      DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new Reference.LogisticGradient())
           .initialParams(new float[6]).learningRate(0.5).checkpointDir(ck);
       TrainingResult first = t.epochs(4).fit(rdd);
       TrainingResult resumed = t.epochs(8).fit(rdd);
@@ -105,7 +105,7 @@ class DatasetHelpersLocalClusterTest {
       assertEquals(List.of(7, 8), Checkpoints.list(ck, sc.hadoopConfiguration()));
 
       // (d) tensor-parallel inference vs single-rank inference.
-      MlpModel model = MlpModel.random(9, MlpModel.Activation.TANH, 16, 40, 24, 3);
+      Reference.Net model = Reference.randomNet(9, DenseLayer.Activation.TANH, 16, 40, 24, 3);
       List<Row> in = new ArrayList<>();
       for (int i = 0; i < 77; i++) {
         float[] x = new float[16];

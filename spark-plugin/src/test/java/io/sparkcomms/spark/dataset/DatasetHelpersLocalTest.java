@@ -193,7 +193,7 @@ class DatasetHelpersLocalTest {
   @Test void fullBatchTrainingMatchesPlainJava() {
     List<LabeledVector> data = Reference.logisticData(400, 6, 11);
     float[] init = new float[7];
-    TrainingResult r = new DataParallelTrainer<>(new LogisticRegressionGradient())
+    TrainingResult r = new DataParallelTrainer<>(new Reference.LogisticGradient())
         .initialParams(init).epochs(15).learningRate(0.5)
         .fit(sc.parallelize(data, 4));
     double[] losses = new double[15];
@@ -211,7 +211,7 @@ class DatasetHelpersLocalTest {
     JavaRDD<LabeledVector> rdd = sc.parallelize(data, 4).cache();
     String one = tmp.resolve("one").toUri().toString();
     String two = tmp.resolve("two").toUri().toString();
-    DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new LogisticRegressionGradient(1e-3))
+    DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new Reference.LogisticGradient(1e-3))
         .initialParams(new float[6]).learningRate(0.1).momentum(0.9).batchSize(16).seed(5).keepCheckpoints(2);
     TrainingResult straight = t.checkpointDir(one).epochs(6).fit(rdd);
     TrainingResult first = t.checkpointDir(two).epochs(3).fit(rdd);
@@ -235,7 +235,7 @@ class DatasetHelpersLocalTest {
 
   @Test void lowPrecisionGradientsTrainToo() {
     List<LabeledVector> data = Reference.logisticData(400, 6, 11);
-    DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new LogisticRegressionGradient())
+    DataParallelTrainer<LabeledVector> t = new DataParallelTrainer<>(new Reference.LogisticGradient())
         .initialParams(new float[7]).epochs(15).learningRate(0.5);
     TrainingResult fp32 = t.comm(CommSettings.fromSparkConf().lowPrecision(false)).fit(sc.parallelize(data, 4));
     TrainingResult lp = t.comm(CommSettings.fromSparkConf().lowPrecision(true, 0)).fit(sc.parallelize(data, 4));
@@ -256,7 +256,7 @@ class DatasetHelpersLocalTest {
     }
     Dataset<Row> df = spark.createDataFrame(rows, new StructType().add("features", new VectorUDT())
         .add("label", DataTypes.DoubleType)).repartition(1);
-    TrainingResult r = new DataParallelTrainer<>(new LogisticRegressionGradient())
+    TrainingResult r = new DataParallelTrainer<>(new Reference.LogisticGradient())
         .initialParams(new float[5]).epochs(10).learningRate(0.5)
         .barrierOptions(BarrierOptions.defaults().ranks(2).retriable(true))
         .fit(LabeledVector.fromDataset(df, "features", "label"));
@@ -280,7 +280,7 @@ class DatasetHelpersLocalTest {
     return spark.createDataFrame(sc.parallelize(list, partitions), schema);
   }
 
-  static void checkAgainstSingleRank(MlpModel model, Dataset<Row> in, Dataset<Row> out) {
+  static void checkAgainstSingleRank(Reference.Net model, Dataset<Row> in, Dataset<Row> out) {
     List<Row> src = in.collectAsList();
     List<Row> got = out.collectAsList();
     assertEquals(src.size(), got.size());
@@ -301,7 +301,7 @@ class DatasetHelpersLocalTest {
   }
 
   @Test void tensorParallelInferenceMatchesSingleRank() {
-    MlpModel model = MlpModel.random(42, MlpModel.Activation.IDENTITY, 12, 33, 17, 5);
+    Reference.Net model = Reference.randomNet(42, DenseLayer.Activation.IDENTITY, 12, 33, 17, 5);
     Dataset<Row> data = inferenceData(103, 12, 4).cache();
     for (TensorParallelInference.Split s : TensorParallelInference.Split.values()) {
       Dataset<Row> out = new TensorParallelInference(model).featuresCol("features").outputCol("y")
@@ -309,17 +309,33 @@ class DatasetHelpersLocalTest {
       checkAgainstSingleRank(model, data, out);
     }
     // A single layer split by columns, three ranks, retriable, batch larger than any partition.
-    MlpModel linear = MlpModel.random(1, MlpModel.Activation.SIGMOID, 12, 4);
+    Reference.Net linear = Reference.randomNet(1, DenseLayer.Activation.SIGMOID, 12, 4);
     Dataset<Row> data3 = inferenceData(40, 12, 3);
     checkAgainstSingleRank(linear, data3, new TensorParallelInference(linear).outputCol("y").batchSize(64)
         .split(TensorParallelInference.Split.COLUMNS).barrierOptions(BarrierOptions.defaults().retriable(true))
         .transform(data3));
   }
 
+  @Test void layersMustChainAndAreCopied() {
+    DenseLayer a = new DenseLayer(3, 2, new float[6], new float[2], DenseLayer.Activation.RELU);
+    DenseLayer b = new DenseLayer(3, 1, new float[3], new float[1], DenseLayer.Activation.IDENTITY);
+    IllegalArgumentException chain = assertThrows(IllegalArgumentException.class, () -> new TensorParallelInference(() -> List.of(a, b)));
+    assertTrue(chain.getMessage().contains("layer 1 takes 3 inputs, layer 0 gives 2"), chain.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> new TensorParallelInference(List::of));
+    IllegalArgumentException shape = assertThrows(IllegalArgumentException.class,
+        () -> new DenseLayer(3, 2, new float[5], new float[2], DenseLayer.Activation.RELU));
+    assertTrue(shape.getMessage().contains("expected out*in = 2*3"), shape.getMessage());
+    float[] w = {1, 2, 3};
+    DenseLayer c = new DenseLayer(3, 1, w, new float[1], DenseLayer.Activation.IDENTITY);
+    w[0] = 9;
+    c.weights()[1] = 9;
+    assertArrayEquals(new float[] {1, 2, 3}, c.weights(), 0f, "the layer keeps its own copy");
+  }
+
   @Test void eachRankHoldsOnlyItsShard() {
-    MlpModel model = MlpModel.random(3, MlpModel.Activation.IDENTITY, 64, 128, 10);
+    Reference.Net model = Reference.randomNet(3, DenseLayer.Activation.IDENTITY, 64, 128, 10);
     long total = 0;
-    for (int r = 0; r < 4; r++) total += new TensorParallelInference.Sharded(model, TensorParallelInference.Split.ALTERNATING, r, 4).shardParameters();
+    for (int r = 0; r < 4; r++) total += new TensorParallelInference.Sharded(model.layers(), TensorParallelInference.Split.ALTERNATING, r, 4).shardParameters();
     // weights split four ways; only the COLUMNS layer's bias (10) is held by every rank
     assertEquals(model.parameterCount() + 3 * 10, total);
   }

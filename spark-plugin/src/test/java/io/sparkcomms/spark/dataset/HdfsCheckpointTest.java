@@ -53,7 +53,7 @@ class HdfsCheckpointTest {
         .set("spark.sparkcomms.timeout", "30s")
         .set("spark.sparkcomms.stagingBytes", "1M"));
     rdd = sc.parallelize(Reference.logisticData(320, 5, 3), 4).cache();
-    straight = trainer(new LogisticRegressionGradient(1e-3)).checkpointDir(root + "/straight").epochs(EPOCHS).fit(rdd);
+    straight = trainer(new Reference.LogisticGradient(1e-3)).checkpointDir(root + "/straight").epochs(EPOCHS).fit(rdd);
   }
 
   @AfterAll static void stop() {
@@ -82,7 +82,7 @@ class HdfsCheckpointTest {
 
   @Test @Timeout(240) void stopAndResumeOnHdfsGivesTheUninterruptedParameters() throws Exception {
     String dir = root + "/stop-resume";
-    DataParallelTrainer<LabeledVector> t = trainer(new LogisticRegressionGradient(1e-3)).checkpointDir(dir);
+    DataParallelTrainer<LabeledVector> t = trainer(new Reference.LogisticGradient(1e-3)).checkpointDir(dir);
     TrainingResult first = t.epochs(3).fit(rdd);
     assertEquals(List.of(2, 3), Checkpoints.list(dir, sc.hadoopConfiguration()), "checkpoints after 3 epochs");
     assertEquals(List.of("ckpt-00000002.bin", "ckpt-00000003.bin"), filesOnHdfs("/stop-resume"),
@@ -121,7 +121,7 @@ class HdfsCheckpointTest {
    */
   static final class CrashingGradient implements GradientFunction<LabeledVector> {
     private static final long serialVersionUID = 1L;
-    private final LogisticRegressionGradient inner = new LogisticRegressionGradient(1e-3);
+    private final Reference.LogisticGradient inner = new Reference.LogisticGradient(1e-3);
     private final int crashEpoch;
     private transient int calls;
 

@@ -4,9 +4,97 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
-/** Plain-Java computations the helpers are checked against, and test data. */
+/** Plain-Java computations the helpers are checked against, test data, and the models they run. */
 final class Reference {
   private Reference() {}
+
+  /**
+   * Binary logistic regression over labeled vectors (labels 0/1), parameters {@code [w, bias]}, mean
+   * log loss plus {@code l2/2 * |w|^2}: the model the trainer is tested with.
+   */
+  static final class LogisticGradient implements GradientFunction<LabeledVector> {
+    private static final long serialVersionUID = 1L;
+    private final double l2;
+
+    LogisticGradient(double l2) { this.l2 = l2; }
+
+    LogisticGradient() { this(0); }
+
+    @Override public double compute(float[] params, List<LabeledVector> batch, float[] gradient) {
+      int d = params.length - 1;
+      double[] g = new double[params.length];
+      double loss = 0;
+      for (LabeledVector r : batch) {
+        float[] x = r.features();
+        if (x.length != d) throw new IllegalArgumentException("row has " + x.length + " features, the model " + d);
+        double z = params[d];
+        for (int j = 0; j < d; j++) z += params[j] * x[j];
+        double y = r.label();
+        loss += (z > 0 ? z + Math.log1p(Math.exp(-z)) : Math.log1p(Math.exp(z))) - y * z;   // log(1 + e^z) - y z
+        double err = 1 / (1 + Math.exp(-z)) - y;
+        for (int j = 0; j < d; j++) g[j] += err * x[j];
+        g[d] += err;
+      }
+      int n = Math.max(1, batch.size());
+      double reg = 0;
+      for (int j = 0; j < d; j++) {
+        gradient[j] = (float) (g[j] / n + l2 * params[j]);
+        reg += params[j] * (double) params[j];
+      }
+      gradient[d] = (float) (g[d] / n);
+      return loss / n + l2 / 2 * reg;
+    }
+  }
+
+  /** P(label = 1 | x) under logistic parameters {@code [w, bias]}. */
+  static double predict(float[] params, float[] x) {
+    double z = params[x.length];
+    for (int j = 0; j < x.length; j++) z += params[j] * x[j];
+    return 1 / (1 + Math.exp(-z));
+  }
+
+  /** A network for the inference tests, with its single-rank float32 reference. */
+  record Net(List<DenseLayer> layers) implements DenseNetwork {
+    /** Single-rank inference of one input, float32, sums in input order. */
+    float[] forward(float[] x) {
+      float[] a = x;
+      for (DenseLayer l : layers) {
+        float[] w = l.weights();
+        float[] b = l.bias();
+        float[] y = new float[l.outputs()];
+        for (int o = 0; o < y.length; o++) {
+          float s = 0;
+          for (int i = 0; i < l.inputs(); i++) s += w[o * l.inputs() + i] * a[i];
+          y[o] = l.activation().apply(s + b[o]);
+        }
+        a = y;
+      }
+      return a;
+    }
+
+    long parameterCount() {
+      long n = 0;
+      for (DenseLayer l : layers) n += (long) l.inputs() * l.outputs() + l.outputs();
+      return n;
+    }
+  }
+
+  /** Random weights (uniform, scaled by 1/sqrt(fan-in)) of the given widths, ReLU between layers, {@code last} at the end. */
+  static Net randomNet(long seed, DenseLayer.Activation last, int... widths) {
+    Random r = new Random(seed);
+    List<DenseLayer> ls = new ArrayList<>();
+    for (int i = 0; i + 1 < widths.length; i++) {
+      int in = widths[i];
+      int out = widths[i + 1];
+      float[] w = new float[in * out];
+      float[] b = new float[out];
+      float scale = (float) (1 / Math.sqrt(in));
+      for (int k = 0; k < w.length; k++) w[k] = (r.nextFloat() * 2 - 1) * scale;
+      for (int k = 0; k < b.length; k++) b[k] = (r.nextFloat() * 2 - 1) * 0.1f;
+      ls.add(new DenseLayer(in, out, w, b, i + 2 == widths.length ? last : DenseLayer.Activation.RELU));
+    }
+    return new Net(ls);
+  }
 
   /** Separable-ish synthetic logistic data: label = [w.x + b + noise > 0]. */
   static List<LabeledVector> logisticData(int rows, int d, long seed) {
@@ -68,7 +156,7 @@ final class Reference {
   static double accuracy(float[] p, List<LabeledVector> rows) {
     int ok = 0;
     for (LabeledVector r : rows) {
-      if ((LogisticRegressionGradient.predict(p, r.features()) > 0.5) == (r.label() > 0.5)) ok++;
+      if ((predict(p, r.features()) > 0.5) == (r.label() > 0.5)) ok++;
     }
     return ok / (double) rows.size();
   }

@@ -1,0 +1,62 @@
+package io.sparkcomms.spark.gpu;
+
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * The driver's record of which executor holds which GPU of which host. Lives as long as the driver
+ * plugin (one application); thread-safe.
+ *
+ * <p>A second executor claiming a GPU of a host that another live executor holds is refused; the
+ * holder is marked conflicted too, so its next {@link #check} fails: both executors learn the
+ * message naming the host, the GPU and both executor ids. A claim ends with {@link #release} (the
+ * executor shut down or was removed).
+ */
+public final class GpuClaimRegistry {
+  private record Gpu(String host, String resourceName, String address) {}
+
+  private final Map<Gpu, String> holders = new HashMap<>();
+  private final Map<String, String> conflicts = new HashMap<>();
+
+  /** Grants {@code claim} unless another executor holds the same GPU of the same host. Idempotent. */
+  public synchronized GpuClaimProtocol.Reply claim(GpuClaimProtocol.Claim claim) {
+    Gpu gpu = new Gpu(claim.host(), claim.resourceName(), claim.address());
+    String holder = holders.get(gpu);
+    if (holder == null || holder.equals(claim.executorId())) {
+      holders.put(gpu, claim.executorId());
+      return GpuClaimProtocol.Reply.ok();
+    }
+    String message = conflictMessage(gpu, holder, claim.executorId());
+    conflicts.put(holder, message);
+    conflicts.put(claim.executorId(), message);
+    return GpuClaimProtocol.Reply.denied(message);
+  }
+
+  /** Whether {@code executorId}'s claims are uncontested. */
+  public synchronized GpuClaimProtocol.Reply check(String executorId) {
+    String message = conflicts.get(executorId);
+    return message == null ? GpuClaimProtocol.Reply.ok() : GpuClaimProtocol.Reply.denied(message);
+  }
+
+  /** Ends every claim of {@code executorId}. */
+  public synchronized void release(String executorId) {
+    for (Iterator<String> it = holders.values().iterator(); it.hasNext(); ) {
+      if (it.next().equals(executorId)) it.remove();
+    }
+    conflicts.remove(executorId);
+  }
+
+  /** The executor holding {@code address} of {@code host}, or null. For logs and tests. */
+  public synchronized String holder(String host, String resourceName, String address) {
+    return holders.get(new Gpu(host, resourceName, address));
+  }
+
+  private static String conflictMessage(Gpu gpu, String holder, String claimant) {
+    return "GPU conflict on host " + gpu.host() + ": " + gpu.resourceName() + " address " + gpu.address()
+        + " is held by executor " + holder + " and was also given to executor " + claimant
+        + ". Two processes on one GPU break collectives; both executors stop. Give every executor of a host "
+        + "its own GPU (one worker per host, or disjoint spark.worker.resource." + gpu.resourceName()
+        + ".discoveryScript / resourcesFile per worker).";
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * The Spark layer's entry points, the classes applications name: {@link io.sparkcomms.spark.SparkCommsPlugin}
+ * ({@code spark.plugins=io.sparkcomms.spark.SparkCommsPlugin}), {@link io.sparkcomms.spark.BarrierComms}
+ * (the communicator of a barrier task) and {@link io.sparkcomms.spark.GpuDiscoveryPlugin}
+ * ({@code spark.resources.discoveryPlugin}).
+ *
+ * <p>Sub-packages, by concern: {@code dataset} (Dataset and JavaRDD helpers built on
+ * {@code BarrierComms}), {@code plugin} (the driver and executor plugins, the typed configuration,
+ * metrics, the plugin's message encoding), {@code gpu} (the executor's GPU: discovery, pinning,
+ * claims, NUMA affinity) and {@code rendezvous} (how the tasks of a barrier stage meet). Dependencies
+ * point one way: {@code gpu} and {@code rendezvous} use no other package of this layer,
+ * {@code plugin} uses those two, this package uses {@code plugin}, and {@code dataset} uses this
+ * package and {@code plugin}.
+ */
+package io.sparkcomms.spark;

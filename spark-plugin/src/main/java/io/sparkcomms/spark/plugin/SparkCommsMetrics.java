@@ -1,0 +1,89 @@
+package io.sparkcomms.spark.plugin;
+
+import com.codahale.metrics.Counter;
+import com.codahale.metrics.Histogram;
+import com.codahale.metrics.MetricRegistry;
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.CommStats;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The executor's sparkcomms metrics, in the plugin's metric registry (Spark reports them as
+ * {@code plugin.io.sparkcomms.spark.SparkCommsPlugin.<name>}):
+ *
+ * <ul>
+ *   <li>{@code communicators.created}: counter; {@code communicators.setupMillis}: histogram of the
+ *       time {@code BarrierComms.get()} took to build a communicator (rendezvous included).</li>
+ *   <li>{@code collectives.<algo>.calls} and {@code collectives.<algo>.bytes}: counters per algorithm.</li>
+ *   <li>{@code collectives.<algo>.latencyMicros}: histogram; one sample per communicator and
+ *       algorithm, the mean latency of its calls ({@link CommStats} keeps totals, not single calls).</li>
+ * </ul>
+ *
+ * <p>Lifecycle: the executor plugin {@link #install installs} one per JVM in {@code init} and
+ * {@link #uninstall uninstalls} it in {@code shutdown}; {@code BarrierComms} feeds it when a
+ * communicator is built and, from its {@link CommStats}, when the barrier task completes. Without the
+ * plugin {@link #current()} is empty and nothing is recorded. Thread-safe.
+ */
+public final class SparkCommsMetrics {
+  private static final AtomicReference<SparkCommsMetrics> CURRENT = new AtomicReference<>();
+
+  private final Counter created;
+  private final Histogram setupMillis;
+  private final Map<Algorithm, Counter> calls = new EnumMap<>(Algorithm.class);
+  private final Map<Algorithm, Counter> bytes = new EnumMap<>(Algorithm.class);
+  private final Map<Algorithm, Histogram> latency = new EnumMap<>(Algorithm.class);
+
+  SparkCommsMetrics(MetricRegistry registry) {
+    created = registry.counter("communicators.created");
+    setupMillis = registry.histogram("communicators.setupMillis");
+    for (Algorithm a : Algorithm.values()) {
+      if (a == Algorithm.AUTO) continue;
+      String base = "collectives." + a.name().toLowerCase();
+      calls.put(a, registry.counter(base + ".calls"));
+      bytes.put(a, registry.counter(base + ".bytes"));
+      latency.put(a, registry.histogram(base + ".latencyMicros"));
+    }
+  }
+
+  /** The installed metrics of this JVM, if the executor plugin runs here. */
+  public static Optional<SparkCommsMetrics> current() { return Optional.ofNullable(CURRENT.get()); }
+
+  static SparkCommsMetrics install(MetricRegistry registry) {
+    SparkCommsMetrics m = new SparkCommsMetrics(registry);
+    CURRENT.set(m);
+    return m;
+  }
+
+  static void uninstall(SparkCommsMetrics m) { CURRENT.compareAndSet(m, null); }
+
+  /** A communicator was built in {@code nanos}. */
+  public void recordSetup(long nanos) {
+    created.inc();
+    setupMillis.update(TimeUnit.NANOSECONDS.toMillis(nanos));
+  }
+
+  /** Adds a finished communicator's statistics. */
+  public void recordStats(CommStats stats) {
+    for (Map.Entry<Algorithm, Counter> e : calls.entrySet()) {
+      Algorithm a = e.getKey();
+      long n = stats.calls(a);
+      if (n == 0) continue;
+      e.getValue().inc(n);
+      bytes.get(a).inc(stats.bytes(a));
+      latency.get(a).update(TimeUnit.NANOSECONDS.toMicros(stats.nanos(a) / n));
+    }
+  }
+
+  /** Calls recorded so far for {@code a}. */
+  public long calls(Algorithm a) { return a == Algorithm.AUTO ? 0 : calls.get(a).getCount(); }
+
+  /** Bytes recorded so far for {@code a}. */
+  public long bytes(Algorithm a) { return a == Algorithm.AUTO ? 0 : bytes.get(a).getCount(); }
+
+  /** Communicators built so far. */
+  public long communicatorsCreated() { return created.getCount(); }
+}

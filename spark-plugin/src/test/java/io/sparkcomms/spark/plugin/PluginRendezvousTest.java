@@ -1,0 +1,113 @@
+package io.sparkcomms.spark.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sparkcomms.collectives.rendezvous.RendezvousException;
+import io.sparkcomms.spark.rendezvous.PluginRendezvous;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** {@link PluginRendezvous} ranks (threads) meeting through the driver plugin, messages encoded by {@link PluginWire}. */
+class PluginRendezvousTest {
+  private static byte[] b(String s) { return s.getBytes(StandardCharsets.UTF_8); }
+
+  private static List<String> strings(byte[][] blobs) {
+    List<String> out = new ArrayList<>();
+    for (byte[] x : blobs) out.add(new String(x, StandardCharsets.UTF_8));
+    return out;
+  }
+
+  private static PluginRendezvous rank(SparkCommsDriverPlugin driver, int stage, int rank, int size, AtomicBoolean killed) {
+    // through PluginWire both ways, as over Spark's RPC
+    return new PluginRendezvous(m -> PluginWire.decode(driver.receive(PluginWire.encode(m))), stage, 0, 0, rank, size,
+        "test", killed::get);
+  }
+
+  @Test @Timeout(30) void ranksMeetOverTheDriverPluginInMilliseconds() throws Exception {
+    SparkCommsDriverPlugin driver = new SparkCommsDriverPlugin();
+    int size = 4;
+    ExecutorService pool = Executors.newFixedThreadPool(size);
+    try {
+      List<Future<List<String>>> fs = new ArrayList<>();
+      for (int p = 0; p < size; p++) {
+        int me = p;
+        fs.add(pool.submit(() -> {
+          List<String> out = new ArrayList<>();
+          try (PluginRendezvous rv = rank(driver, 1, me, size, new AtomicBoolean())) {
+            for (int round = 0; round < 3; round++) {
+              Thread.sleep(me * 5L);                                  // ranks arrive at different times
+              long t0 = System.nanoTime();
+              out.add(String.join(",", strings(rv.allGather(b(round + ":" + me), Duration.ofSeconds(10)))));
+              out.add("ms=" + (System.nanoTime() - t0) / 1_000_000);
+            }
+          }
+          return out;
+        }));
+      }
+      for (int p = 0; p < size; p++) {
+        List<String> out = fs.get(p).get(20, TimeUnit.SECONDS);
+        for (int round = 0; round < 3; round++) {
+          assertEquals(round + ":0," + round + ":1," + round + ":2," + round + ":3", out.get(2 * round));
+          long ms = Long.parseLong(out.get(2 * round + 1).substring(3));
+          assertTrue(ms < 900, "a round took " + ms + " ms (BarrierTaskContext.allGather takes a second)");
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test @Timeout(30) void aMissingRankRaisesOnEveryWaitingRankWithinTheTimeout() throws Exception {
+    SparkCommsDriverPlugin driver = new SparkCommsDriverPlugin();
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      long t0 = System.nanoTime();
+      List<Future<RendezvousException>> fs = new ArrayList<>();
+      for (int p = 0; p < 2; p++) {                                  // ranks 0 and 1 of 3; rank 2 never comes
+        int me = p;
+        fs.add(pool.submit(() -> assertThrows(RendezvousException.class,
+            () -> rank(driver, 2, me, 3, new AtomicBoolean()).allGather(b("x"), Duration.ofMillis(me == 0 ? 400 : 5000)))));
+      }
+      RendezvousException first = fs.get(0).get(10, TimeUnit.SECONDS);
+      assertTrue(first.getMessage().contains("missing rank(s) [1, 2]") || first.getMessage().contains("missing rank(s) [2]"),
+          first.getMessage());
+      RendezvousException second = fs.get(1).get(10, TimeUnit.SECONDS);
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      assertTrue(second.getMessage().contains("rank 0 gave up"), "rank 0 aborted the group: " + second.getMessage());
+      assertTrue(ms < 3000, "rank 1 stopped at rank 0's abort, not at its own 5 s timeout: " + ms + " ms");
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test @Timeout(30) void aKilledTaskOrAnEndedStageStopsTheWait() throws Exception {
+    SparkCommsDriverPlugin driver = new SparkCommsDriverPlugin();
+    AtomicBoolean killed = new AtomicBoolean();
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      Future<RendezvousException> k = pool.submit(() -> assertThrows(RendezvousException.class,
+          () -> rank(driver, 3, 0, 2, killed).allGather(b("x"), Duration.ofSeconds(20))));
+      Thread.sleep(50);
+      killed.set(true);
+      assertTrue(k.get(5, TimeUnit.SECONDS).getMessage().contains("the task was killed"));
+
+      driver.rendezvousRegistry().stageEnded(4, 0);
+      RendezvousException ended = assertThrows(RendezvousException.class,
+          () -> rank(driver, 4, 0, 2, new AtomicBoolean()).allGather(b("x"), Duration.ofSeconds(20)));
+      assertTrue(ended.getMessage().contains("has ended"), ended.getMessage());
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+}
