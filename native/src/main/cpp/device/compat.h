@@ -311,7 +311,7 @@ SC_DEV uint16_t sc_f2bf(float f) {
 // Two fp32 values to one word of two bf16 (hi in the upper half), each rounded exactly as sc_f2bf
 // does (checked over all 2^32 inputs on the host), without a branch on CUDA: a NaN selects its
 // quieted bits instead of the rounding sum. `x != x` needs IEEE compares: no -ffast-math here.
-// This form ran fastest in the one-shots (2x H200, session 11): about 0.04 us per op at 256 KB
+// This form ran fastest in the one-shots (2x H200): about 0.04 us per op at 256 KB
 // ahead of two sc_f2bf calls. A hardware cvt.rn.bf16x2.f32 (same bits for every non-NaN input,
 // checked over all 2^32 on the H200) was slower, as was any out-of-line NaN path: keep calls out
 // of the reduction.

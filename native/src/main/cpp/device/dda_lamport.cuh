@@ -51,7 +51,7 @@ SC_DEV char* sc_lamport_half(const ScDevComm& c, int r, uint64_t seq) {
 // and writes EMPTY back. Bounded like every wait (sc_spin_until).
 SC_DEV bool sc_lamport_recv(const ScDevComm& c, char* p, int peer, uint4* out) {
   uint4 v;
-  // No back-off between polls: __nanosleep(20) cost 0.1-0.3 us per op at 8-512 KB (session 10).
+  // No back-off between polls: __nanosleep(20) cost 0.1-0.3 us per op at 8-512 KB (2x H200).
   if (!sc_spin_until(c, peer, [&] {
         v = sc_ld_ll16(p);
         return sc_lamport_full(v);

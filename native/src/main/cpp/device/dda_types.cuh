@@ -139,14 +139,14 @@ SC_DEV void sc_store_unit(typename ScType<DT>::T* base, size_t u, size_t count, 
 // bf16 packs, word by word: a 32-bit word holds elements 2i (low half) and 2i+1 (high half); each
 // widens to fp32 by a shift or a mask, and both results go back into one word (sc_f2bf2). Same
 // order and rounding as the element path below (PREMUL: which product a compiler fuses with the
-// add may differ; see the session-11 caveat in bench/RESULTS.md). It runs on the one-shots'
-// critical path, after the last peer unit arrives. At 256 KB (2x H200, session 11) the element
+// add may differ between compilers: a HIP-only caveat, see bench/README.md). It runs on the
+// one-shots' critical path, after the last peer unit arrives. At 256 KB (2x H200) the element
 // path made bf16 0.08-0.14 us per op slower than fp32; with this path the gap is 0.00-0.05 us.
 template <int OP>
 SC_DEV uint4 sc_reduce_bf16(const uint4 (&v)[SC_MAX_RANKS], int n, float f) {
   typedef ScOp<float, OP> Op;
   float lo[4], hi[4];
-  const uint32_t* w = &v[0].x;  // the four words of a uint4 (branch premul-fma reads them by name)
+  const uint32_t* w = &v[0].x;  // the four words of a uint4
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     lo[k] = Op::first(__uint_as_float(w[k] << 16), f);

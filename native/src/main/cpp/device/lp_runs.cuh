@@ -341,8 +341,8 @@ SC_DEV void sc_lp_sum_run(const char* const (&runs)[SC_MAX_RANKS], int nr, size_
     const bool al = sc_aligned16(out);
     // Two ranks (the one-shot's default; reduceScatter): two steps of the walk at a time, all four
     // fetches first. A lane's fetch waits for memory and its decode waits for the fetch; with the
-    // next step's fetches in flight too, more of that latency overlaps (2x H200, session 8, with
-    // the old 4 chunks: fp32 128-512 MB 0.5-4% faster, bf16 16-512 MB 1-7%, 1 GB fp32 ~1% slower;
+    // next step's fetches in flight too, more of that latency overlaps (2x H200, with
+    // 4 chunks per call: fp32 128-512 MB 0.5-4% faster, bf16 16-512 MB 1-7%, 1 GB fp32 ~1% slower;
     // bench/RESULTS.md). `two` is warp-uniform (the walk's position is per warp).
     // The quantize side done the same way was slower from 32 MB (its pushes share the SMs and the
     // links with a chained chunk's sum), so it stays one step at a time.
