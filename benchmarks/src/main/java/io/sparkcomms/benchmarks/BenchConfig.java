@@ -1,4 +1,4 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
@@ -10,9 +10,11 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The benchmark's command line, parsed and validated. {@link #toArgs()} gives the canonical form the
@@ -25,6 +27,17 @@ final class BenchConfig {
   }
 
   enum Baseline { NONE, TCP, VENDOR }
+
+  /**
+   * WALL: each rank's wall time per synchronous call (every backend and collective). DEVICE: the GPU
+   * allReduce table of {@code io.sparkcomms.collectives.gpu.GpuBench}, device-event time per call over
+   * back-to-back launches, with flat, tree, auto and the vendor library in every row.
+   */
+  enum Timing { WALL, DEVICE }
+
+  /** The options that {@link Timing#DEVICE} takes; GpuBench picks its own iterations, warm-up and inputs. */
+  private static final Set<String> DEVICE_OPTIONS = Set.of("-b", "-e", "-f", "-d", "-o", "-c", "--backend", "--ranks",
+      "--algo", "--baseline", "--staging", "--csv", "--timing");
 
   static final long MAX_BYTES = 1L << 30;
 
@@ -45,12 +58,15 @@ final class BenchConfig {
   /** Requested algorithms, in row order (AUTO, or any of FLAT / TREE / LP). */
   List<Algorithm> algorithms = new ArrayList<>(List.of(Algorithm.AUTO));
   Baseline baseline = Baseline.NONE;
+  Timing timing = Timing.WALL;
   Long stagingBytes;
   Integer lpBlockSize;
   Path csv;
   Long seed;
   int timeoutSeconds = 3600;
   boolean help;
+  /** The options given on the command line, by their short name where they have one. */
+  final Set<String> given = new LinkedHashSet<>();
 
   static String usage() {
     return String.join("\n",
@@ -78,10 +94,19 @@ final class BenchConfig {
         "                          result back (allreduce only). vendor: NCCL/RCCL (gpu backend only)",
         "      --staging SIZE      per-rank staging buffer (default 16M host, 64M gpu)",
         "      --lp-block N        elements per FP8 scale (default 128)",
+        "      --timing T          wall|device (default wall). wall: each rank's wall time per synchronous",
+        "                          call. device (--backend gpu, allreduce, sum): the GPU allReduce table,",
+        "                          device-event time per call over back-to-back launches, flat, tree, auto",
+        "                          and NCCL/RCCL in every row; takes -b -e -f -d --ranks --staging --csv",
         "      --csv FILE          also write the rows to FILE as CSV",
         "      --seed N            base seed of the random inputs (default: from the clock)",
         "      --timeout SEC       give up on the whole run after SEC seconds (default 3600)",
         "  -h, --help              this text",
+        "",
+        "  --spark [--master URL] [--backend host|gpu] [-b SIZE] [-e SIZE] [-n N] [-w N] [--ranks N] [--csv FILE]",
+        "                          instead: the barrier-stage allReduce sweep inside Spark (float32 sum, sizes",
+        "                          doubling), through SparkSubmit with the sparkcomms plugin; default master",
+        "                          local-cluster[2,1,1024]",
         "",
         "Environment variables of CommOptions (RCCL_LOW_PRECISION_ENABLE, SPARKCOMMS_*) apply first;",
         "the flags above override them.",
@@ -102,10 +127,12 @@ final class BenchConfig {
         c.help = true;
         continue;
       }
+      if (a.equals("--spark")) throw new UsageException("--spark is run by bin/sparkcomms-bench (through SparkSubmit)");
       if (v == null) {
         if (i + 1 >= args.length) throw new UsageException(a + " needs a value");
         v = args[++i];
       }
+      c.given.add(shortName(a));
       try {
         switch (a) {
           case "-b": case "--minbytes": c.minBytes = Sizes.parseBytes(v); break;
@@ -126,6 +153,7 @@ final class BenchConfig {
           case "--ranks": c.ranks = Integer.parseInt(v.trim()); break;
           case "--algo": c.algorithms = parseAlgos(v); break;
           case "--baseline": c.baseline = parseBaseline(v); break;
+          case "--timing": c.timing = parseTiming(v); break;
           case "--staging": c.stagingBytes = Sizes.parseBytes(v); break;
           case "--lp-block": c.lpBlockSize = Integer.parseInt(v.trim()); break;
           case "--csv": c.csv = Paths.get(v).toAbsolutePath(); break;
@@ -145,6 +173,21 @@ final class BenchConfig {
     return c;
   }
 
+  /** The short name of an option that has one (-b for --minbytes), else the option itself. */
+  private static String shortName(String a) {
+    switch (a) {
+      case "--minbytes": return "-b";
+      case "--maxbytes": return "-e";
+      case "--stepfactor": return "-f";
+      case "--warmup_iters": case "--warmup": return "-w";
+      case "--iters": return "-n";
+      case "--datatype": case "--dtype": return "-d";
+      case "--op": return "-o";
+      case "--collective": return "-c";
+      default: return a;
+    }
+  }
+
   private void validate() {
     if (minBytes < 1) throw new UsageException("-b must be at least 1 byte");
     if (maxBytes < minBytes) throw new UsageException("-e (" + maxBytes + ") is below -b (" + minBytes + ")");
@@ -161,6 +204,19 @@ final class BenchConfig {
     }
     if (baseline == Baseline.VENDOR && backend != CommOptions.Backend.GPU) {
       throw new UsageException("--baseline vendor needs --backend gpu (NCCL/RCCL)");
+    }
+    if (timing == Timing.DEVICE) {
+      if (backend != CommOptions.Backend.GPU) throw new UsageException("--timing device needs --backend gpu");
+      if (collective != Collective.ALL_REDUCE || op.kind() != ReduceOp.Kind.SUM) {
+        throw new UsageException("--timing device times allreduce with op sum only");
+      }
+      if (!algorithms.equals(List.of(Algorithm.AUTO))) {
+        throw new UsageException("--timing device times flat, tree, auto and the vendor library in every row: leave out --algo");
+      }
+      if (baseline == Baseline.TCP) throw new UsageException("--baseline tcp is only for --timing wall");
+      for (String g : given) {
+        if (!DEVICE_OPTIONS.contains(g)) throw new UsageException("--timing device does not take " + g);
+      }
     }
     // Option values are checked by the builder: fail here, not in the ranks.
     options(algorithms.get(0), System.getenv());
@@ -203,6 +259,19 @@ final class BenchConfig {
   }
 
   Duration timeout() { return Duration.ofSeconds(timeoutSeconds); }
+
+  /** The command line of {@code GpuBench} for {@link Timing#DEVICE}. */
+  List<String> gpuBenchArgs() {
+    List<String> a = new ArrayList<>();
+    add(a, "--ranks", Integer.toString(ranks));
+    add(a, "-b", Long.toString(minBytes));
+    add(a, "-e", Long.toString(maxBytes));
+    add(a, "-f", Long.toString(factor));
+    add(a, "-d", typeName());
+    if (stagingBytes != null) add(a, "--staging", Long.toString(stagingBytes));
+    if (csv != null) add(a, "--csv", csv.toString());
+    return a;
+  }
 
   /** The canonical command line of this configuration (what the rank processes are given). */
   List<String> toArgs() {
@@ -269,6 +338,14 @@ final class BenchConfig {
       case "host": return CommOptions.Backend.HOST;
       case "gpu": return CommOptions.Backend.GPU;
       default: throw new UsageException("unknown backend '" + v + "' (host|gpu)");
+    }
+  }
+
+  static Timing parseTiming(String v) {
+    switch (v.trim().toLowerCase(Locale.ROOT)) {
+      case "wall": return Timing.WALL;
+      case "device": return Timing.DEVICE;
+      default: throw new UsageException("unknown timing '" + v + "' (wall|device)");
     }
   }
 

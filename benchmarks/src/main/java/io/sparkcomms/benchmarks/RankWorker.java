@@ -1,4 +1,4 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
@@ -13,6 +13,7 @@ import io.sparkcomms.collectives.algo.AlgorithmSelector;
 import io.sparkcomms.collectives.gpu.DeviceTensor;
 import io.sparkcomms.collectives.host.HostCommunicator;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import io.sparkcomms.nativeapi.GpuLibrary;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -144,8 +145,16 @@ final class RankWorker {
   }
 
   private Communicator create(FileRendezvous rv, CommOptions o) {
-    return cfg.backend == CommOptions.Backend.GPU ? Comms.create(rv, o, rank) : Comms.create(rv, o);
+    if (!gpu()) return Comms.create(rv, o);
+    // The vendor library needs a device of its own per rank: off when ranks share devices.
+    return Comms.create(rv, devices() < n ? o.toBuilder().vendor(false).build() : o, device());
   }
+
+  /** GPUs visible to this process (at least 1, so that {@link #device()} is defined). */
+  private static int devices() { return Math.max(1, GpuLibrary.deviceCount()); }
+
+  /** This rank's GPU: rank r on device r % devices, so more ranks than GPUs share them. */
+  private int device() { return rank % devices(); }
 
   private boolean gpu() { return cfg.backend == CommOptions.Backend.GPU; }
 
@@ -162,8 +171,8 @@ final class RankWorker {
     Buffers(BenchData.Layout l) {
       in = HostTensor.allocate(cfg.dtype, l.inCount());
       res = HostTensor.allocate(cfg.dtype, l.outCount());
-      din = gpu() ? DeviceTensor.allocate(cfg.dtype, l.inCount(), rank) : null;
-      dres = gpu() ? DeviceTensor.allocate(cfg.dtype, l.outCount(), rank) : null;
+      din = gpu() ? DeviceTensor.allocate(cfg.dtype, l.inCount(), device()) : null;
+      dres = gpu() ? DeviceTensor.allocate(cfg.dtype, l.outCount(), device()) : null;
     }
 
     /** After the host arrays were filled: copy them to the device. */

@@ -27,13 +27,15 @@ import java.util.stream.Stream;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * GPU allReduce benchmark from Java: one process per GPU, DDA (flat, tree, AUTO) and NCCL/RCCL
- * (VENDOR, default settings) on the same buffers, stream and run. Device time per op is the
- * CUDA/HIP event time over back-to-back launches queued behind a device-side delay (so the host's
- * launch rate is not what is timed: the delay is sized from the measured launch time); the Java
- * launch cost per call is reported separately ({@code launch_us}). The slower rank's time is
- * reported; up to 16 MB, the median of three timed runs. The last result of every row is checked
- * against a float64 reference ({@code wrong}, {@code max_rel_err}).
+ * GPU allReduce benchmark from Java: one process per rank (rank r on GPU r % GPUs), DDA (flat,
+ * tree, AUTO) and NCCL/RCCL (VENDOR, default settings; only with a GPU per rank) on the same
+ * buffers, stream and run. Device time per op is the CUDA/HIP event time over back-to-back
+ * launches queued behind a device-side delay (so the host's launch rate is not what is timed: the
+ * delay is sized from the measured launch time); the Java launch cost per call is reported
+ * separately ({@code launch_us}). The slower rank's time is reported; up to 16 MB, the median of
+ * three timed runs. The last result of every row is checked against a float64 reference
+ * ({@code wrong}, {@code max_rel_err}). {@code bin/sparkcomms-bench --backend gpu --timing device}
+ * runs it.
  *
  * <pre>java -cp ... io.sparkcomms.collectives.gpu.GpuBench [--ranks 2] [-b 1K] [-e 1G] [-f 2]
  *      [-d float32,bfloat16] [--staging 64M] [--md FILE] [--csv FILE]</pre>
@@ -46,10 +48,19 @@ public final class GpuBench {
       worker(args);
       return;
     }
+    System.exit(run(args));
+  }
+
+  /**
+   * Runs the benchmark in {@code --ranks} child processes (rank 0's output goes to this process's
+   * standard output) and returns the exit status: 0 all ranks finished, 1 one failed or timed out,
+   * 2 no GPU library.
+   */
+  public static int run(String[] args) throws Exception {
     GpuLibrary.Status st = GpuLibrary.status();
     if (!st.available()) {
       System.err.println(st.reason());
-      System.exit(2);
+      return 2;
     }
     int ranks = 2;
     List<String> pass = new ArrayList<>();
@@ -82,7 +93,7 @@ public final class GpuBench {
         s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
       }
     }
-    System.exit(rc);
+    return rc;
   }
 
   /** Input element i of rank r: uniform in [-1, 1), a pure function so every rank knows every input. */
@@ -111,17 +122,23 @@ public final class GpuBench {
         default: throw new IllegalArgumentException("unknown option " + a[i]);
       }
     }
+    // Rank r on device r % devices. The vendor library needs a device of its own per rank, so it is
+    // left out (no nccl rows) when ranks share devices.
+    int devices = Math.max(1, GpuLibrary.deviceCount());
+    int device = rank % devices;
+    boolean shared = n > devices;
     CommOptions o = CommOptions.builder().backend(CommOptions.Backend.GPU).stagingBytes(staging)
-        .timeout(Duration.ofSeconds(60)).build();
+        .timeout(Duration.ofSeconds(60)).vendor(!shared).build();
     long seed = 42;
     List<String> rows = new ArrayList<>();
-    try (GpuCommunicator g = GpuCommunicator.create(new FileRendezvous(dir, rank, n), o, rank)) {
+    try (GpuCommunicator g = GpuCommunicator.create(new FileRendezvous(dir, rank, n), o, device)) {
       if (rank == 0) {
         byte[] info = new byte[256];
         SparkCommsNative.sc_runtime_info(info, info.length);
         int[] v = new int[1];
         SparkCommsNative.sc_vendor_version(v);
-        System.out.println("# sparkcomms GPU allReduce benchmark: " + n + " ranks (one process per GPU), "
+        System.out.println("# sparkcomms GPU allReduce benchmark: " + n + " ranks, "
+            + (shared ? "one process each on " + devices + " GPU(s), vendor library off" : "one process per GPU") + ", "
             + GpuLibrary.cString(info) + ", vendor library version " + v[0] + ", staging " + Sizes.format(staging));
         System.out.println("# time_us: device-event time per op over back-to-back launches (slower rank; median of " + REPEATS + " runs up to "
             + Sizes.format(REPEAT_MAX_BYTES) + "); launch_us: Java host time per call");
@@ -132,7 +149,7 @@ public final class GpuBench {
         DataType dt = DataType.valueOf(dn.trim().toUpperCase(Locale.ROOT));
         for (long bytes = minB; bytes <= maxB; bytes *= factor) {
           long count = bytes / dt.size();
-          try (DeviceTensor in = DeviceTensor.allocate(dt, count, rank); DeviceTensor out = DeviceTensor.allocate(dt, count, rank)) {
+          try (DeviceTensor in = DeviceTensor.allocate(dt, count, device); DeviceTensor out = DeviceTensor.allocate(dt, count, device)) {
             HostTensor h = HostTensor.allocate(dt, Math.toIntExact(count));
             fillInput(h, rank, seed);
             in.copyFrom(h);

@@ -1,4 +1,4 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CommOptions;
@@ -51,6 +51,11 @@ final class BenchLauncher {
       String why = gpuUnavailableReason();
       if (why != null) {
         err.println("GPU backend unavailable: " + why);
+        return 2;
+      }
+      int devices = GpuLibrary.deviceCount();
+      if (cfg.baseline == BenchConfig.Baseline.VENDOR && devices < cfg.ranks) {
+        err.println("sparkcomms-bench: --baseline vendor needs a GPU per rank (" + cfg.ranks + " ranks, " + devices + " GPUs)");
         return 2;
       }
     }
@@ -190,7 +195,7 @@ final class BenchLauncher {
   }
 
   /** Null when the GPU library loads here, else why not. */
-  private static String gpuUnavailableReason() {
+  static String gpuUnavailableReason() {
     try {
       GpuLibrary.Status st = GpuLibrary.status();
       if (st.available()) return null;

@@ -1,4 +1,4 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -105,6 +105,32 @@ class BenchMainTest {
     Result h = bench("-h");
     assertEquals(0, h.rc);
     assertTrue(h.out.contains("--baseline"));
+  }
+
+  @Test
+  void deviceTimingHandsItsOptionsToTheGpuTable() {
+    String csv = tmp.resolve("gpu.csv").toString();
+    BenchConfig c = BenchConfig.parse(new String[] {"--backend", "gpu", "--timing", "device", "--ranks", "4", "-b", "1K",
+        "-e", "1G", "-f", "2", "-d", "bf16", "-o", "sum", "--baseline", "vendor", "--staging", "32M", "--csv", csv});
+    assertEquals(List.of("--ranks", "4", "-b", "1024", "-e", "1073741824", "-f", "2", "-d", "bfloat16",
+        "--staging", "33554432", "--csv", csv), c.gpuBenchArgs());
+  }
+
+  @Test
+  void deviceTimingRefusesWhatTheGpuTableDoesNotDo() {
+    String[][] refused = {{"-n", "10"}, {"--iters", "10"}, {"-w", "2"}, {"--seed", "1"}, {"--timeout", "60"}, {"--lp-block", "64"},
+        {"--algo", "flat"}, {"-c", "allgather"}, {"-o", "max"}, {"--baseline", "tcp"}};
+    for (String[] extra : refused) {
+      List<String> args = new ArrayList<>(List.of("--backend", "gpu", "--timing", "device"));
+      args.addAll(List.of(extra));
+      Result r = bench(args.toArray(new String[0]));
+      assertEquals(2, r.rc, String.join(" ", args) + ": " + r.err);
+      assertTrue(r.err.contains("--timing"), String.join(" ", args) + ": " + r.err);
+    }
+    Result host = bench("--timing", "device");
+    assertEquals(2, host.rc);
+    assertTrue(host.err.contains("--timing device needs --backend gpu"), host.err);
+    assertEquals(2, bench("--spark").rc, "the Spark sweep runs through bin/sparkcomms-bench");
   }
 
   @Test

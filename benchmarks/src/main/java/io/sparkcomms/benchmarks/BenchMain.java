@@ -1,5 +1,6 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
+import io.sparkcomms.collectives.gpu.GpuBench;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -9,7 +10,7 @@ import java.util.Arrays;
  * The benchmark CLI ({@code bin/sparkcomms-bench}), rccl-tests style: launches {@code --ranks} rank
  * processes on this host, times a collective over a range of sizes and algorithms (optionally against
  * a naive TCP baseline), and checks every result against a float64 reference. Run with {@code -h} for
- * the flags.
+ * the flags. With {@code --timing device} it runs {@link GpuBench} (the GPU allReduce table).
  *
  * <p>Hidden mode, used by the launcher for its children:
  * {@code --rank-worker RANK DIR --parent-pid PID <canonical flags>}.
@@ -42,7 +43,23 @@ public final class BenchMain {
       out.println(BenchConfig.usage());
       return 0;
     }
+    if (cfg.timing == BenchConfig.Timing.DEVICE) return deviceTable(cfg, err);
     return new BenchLauncher(cfg, args, out, err).run();
+  }
+
+  /** {@code --timing device}: GpuBench's rank processes write to this JVM's standard output. */
+  private static int deviceTable(BenchConfig cfg, PrintStream err) {
+    String why = BenchLauncher.gpuUnavailableReason();
+    if (why != null) {
+      err.println("GPU backend unavailable: " + why);
+      return 2;
+    }
+    try {
+      return GpuBench.run(cfg.gpuBenchArgs().toArray(new String[0]));
+    } catch (Exception e) {
+      err.println("sparkcomms-bench: " + e);
+      return 1;
+    }
   }
 
   private static int worker(String[] args, PrintStream out, PrintStream err) {

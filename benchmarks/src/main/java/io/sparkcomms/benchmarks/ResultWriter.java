@@ -1,4 +1,4 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,4 +1,4 @@
-package io.sparkcomms.examples;
+package io.sparkcomms.benchmarks.spark;
 
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.DataType;
@@ -28,8 +28,8 @@ import scala.reflect.ClassTag$;
 import scala.runtime.AbstractFunction1;
 
 /**
- * Barrier-stage allReduce sweep inside Spark (DRAFT for examples/src/main/java; bin/gpu-node-pack
- * compiles it into the pack while the examples jar lacks it).
+ * Barrier-stage allReduce sweep inside Spark: {@code bin/sparkcomms-bench --spark} runs it on this
+ * machine, {@code dev/gpu-host/gpu-node-run DEST sweep} on a GPU host.
  *
  * <p>One barrier task per task slot ({@code --ranks}, default: every slot). Each task takes its
  * communicator from {@link BarrierComms#get()} (GPU backend on the executor's GPU when available,
@@ -42,6 +42,8 @@ import scala.runtime.AbstractFunction1;
  *
  * <pre>BarrierAllReduceSweep [--min 8K] [--max 256M] [--iters 0 (auto: clamp(1G/size, 5, 200))]
  *   [--warmup 3] [--ranks N] [--csv PATH]</pre>
+ * The nccl-tests spellings {@code -b}, {@code -e}, {@code -n}, {@code -w} stand for
+ * {@code --min}, {@code --max}, {@code --iters}, {@code --warmup}.
  */
 public final class BarrierAllReduceSweep {
   private BarrierAllReduceSweep() {}
@@ -199,11 +201,20 @@ public final class BarrierAllReduceSweep {
     }
   }
 
+  /** The options this sweep takes, and the nccl-tests spelling of some of them. */
+  private static final List<String> KEYS = List.of("min", "max", "iters", "warmup", "ranks", "csv");
+  private static final Map<String, String> ALIASES = Map.of("-b", "min", "-e", "max", "-n", "iters", "-w", "warmup",
+      "--minbytes", "min", "--maxbytes", "max", "--warmup_iters", "warmup");
+
   static Map<String, String> parse(String[] args) {
     Map<String, String> m = new TreeMap<>();
     for (int i = 0; i < args.length; i++) {
-      if (!args[i].startsWith("--") || i + 1 >= args.length) throw new IllegalArgumentException("usage: --key value ..., got " + args[i]);
-      m.put(args[i].substring(2), args[++i]);
+      String key = ALIASES.getOrDefault(args[i], args[i].startsWith("--") ? args[i].substring(2) : null);
+      if (key == null || !KEYS.contains(key) || i + 1 >= args.length) {
+        throw new IllegalArgumentException("usage: BarrierAllReduceSweep [--min|-b SIZE] [--max|-e SIZE] [--iters|-n N]"
+            + " [--warmup|-w N] [--ranks N] [--csv PATH]; got " + args[i]);
+      }
+      m.put(key, args[++i]);
     }
     return m;
   }

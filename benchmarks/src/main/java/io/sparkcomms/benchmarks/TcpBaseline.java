@@ -1,4 +1,4 @@
-package io.sparkcomms.collectives.bench;
+package io.sparkcomms.benchmarks;
 
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.DataType;
