@@ -3,8 +3,8 @@ package io.sparkcomms.collectives.gpu;
 import io.sparkcomms.collectives.Communicator;
 
 /**
- * Test-only door to the GPU communicator's fault-injection hook, which is package-private in the
- * main sources so that nothing outside the tests can reach it.
+ * The fault-injection harness's door to the GPU communicator's fault-injection hook, which is
+ * package-private in sparkcomms-collectives so that no user of the product jars can reach it.
  */
 public final class GpuFaultHooks {
   private GpuFaultHooks() {}

@@ -106,7 +106,8 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>{@code --corrupt-max-call K}, {@code --corrupt-tail-calls T}, {@code --corrupt-max-delay-us D}: see
  *       {@code corrupt} above.</li>
  *   <li>{@code --quiet}: no line per trial (by default one, prefixed with the trial id).</li>
- *   <li>{@code --no-vendor}: GPU communicators without the vendor (NCCL/RCCL) communicator.</li>
+ *   <li>{@code --no-vendor}: GPU communicators without the vendor (NCCL/RCCL) communicator (always
+ *       without it when a trial's ranks outnumber the GPUs: rank r is on GPU r % GPUs).</li>
  * </ul>
  */
 public final class FaultInjection {

@@ -28,22 +28,35 @@ import java.util.concurrent.TimeUnit;
 /**
  * The GPU test suite, runnable without Maven on a GPU host:
  * <pre>
- *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain processes N   # N processes, one GPU each
+ *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain processes N   # N processes, rank r on GPU r % GPUs
  *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain threads N     # N GPUs in one process
  * </pre>
+ * With more processes than GPUs the ranks share GPUs and the vendor library is left out (NCCL/RCCL
+ * need a GPU per rank), so 2..8 ranks also run on one GPU.
  * Every collective x op x dtype x algorithm (FLAT, TREE, VENDOR) against a float64 reference,
  * counts 1, 7, 1023, 1M+3 and one above the staging size, outputs poisoned first; then 1000
  * back-to-back mixed-size allReduces. Prints PASS or FAIL lines; exit code 0 only if all passed.
  */
 public final class GpuSuiteMain {
   static final int[] COUNTS = {1, 7, 1023, (1 << 20) + 3, (3 << 20) + 5};
-  /** VENDOR is left out when SPARKCOMMS_VENDOR=0. */
-  static final Algorithm[] ALGOS = CommOptions.fromEnvironment().vendor()
-      ? new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.VENDOR}
-      : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE};
 
-  static CommOptions options(Algorithm a) {
-    return CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).algorithm(a)
+  /** The algorithms checked: VENDOR only with the vendor library (off with SPARKCOMMS_VENDOR=0). */
+  static Algorithm[] algos(boolean vendor) {
+    return vendor ? new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.VENDOR} : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE};
+  }
+
+  /** Whether {@code n} ranks use the vendor library: as the environment says, and only with a GPU per rank. */
+  static boolean vendor(int n) {
+    return CommOptions.fromEnvironment().vendor() && n <= GpuLibrary.deviceCount();
+  }
+
+  /** Rank {@code rank}'s GPU when ranks are processes: r % GPUs (GPUs are shared beyond one rank each). */
+  static int device(int rank) {
+    return rank % Math.max(1, GpuLibrary.deviceCount());
+  }
+
+  static CommOptions options(Algorithm a, boolean vendor) {
+    return CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).algorithm(a).vendor(vendor)
         .stagingBytes(8 << 20).timeout(Duration.ofSeconds(60)).build();
   }
 
@@ -68,17 +81,18 @@ public final class GpuSuiteMain {
     System.exit(ok ? 0 : 1);
   }
 
-  /** One rank's whole suite over rendezvous factory {@code rv} (called once per algorithm). */
-  static List<String> suite(java.util.function.Supplier<Rendezvous> rv, int device, long seed) {
+  /** One rank's whole suite over rendezvous factory {@code rv} (called once per algorithm of {@code algos}). */
+  static List<String> suite(java.util.function.Supplier<Rendezvous> rv, int device, Algorithm[] algos, long seed) {
     Map<Algorithm, Communicator> comms = new EnumMap<>(Algorithm.class);
+    boolean vendor = java.util.Arrays.asList(algos).contains(Algorithm.VENDOR);
     try {
-      for (Algorithm a : ALGOS) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a), device)));
-      List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, ALGOS));
+      for (Algorithm a : algos) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a, vendor), device)));
+      List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, algos));
       fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
       fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
       int rank = comms.get(Algorithm.FLAT).rank();
-      System.out.println("rank " + rank + " checked " + String.join("+", java.util.Arrays.stream(ALGOS).map(Enum::name).toList())
-          + ": " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
+      System.out.println("rank " + rank + " (device " + device + ") checked "
+          + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
       return fails;
     } finally {
       comms.values().forEach(Communicator::close);
@@ -175,16 +189,23 @@ public final class GpuSuiteMain {
     return fails;
   }
 
+  /** {@code n} ranks as threads of this process, rank r on GPU r: needs {@code n} GPUs. */
   static boolean threads(int n, long seed) throws Exception {
+    int gpus = GpuLibrary.deviceCount();
+    if (n > gpus) {
+      System.out.println("FAIL threads mode needs a GPU per rank: " + n + " ranks, " + gpus + " GPUs (processes mode shares GPUs)");
+      return false;
+    }
+    Algorithm[] algos = algos(vendor(n));
     ExecutorService pool = Executors.newFixedThreadPool(n);
     Map<Algorithm, InJvmRendezvous.Group> groups = new EnumMap<>(Algorithm.class);
-    for (Algorithm a : ALGOS) groups.put(a, InJvmRendezvous.group(n));
+    for (Algorithm a : algos) groups.put(a, InJvmRendezvous.group(n));
     List<Future<List<String>>> fs = new ArrayList<>();
     for (int r = 0; r < n; r++) {
       final int rank = r;
       fs.add(pool.submit(() -> {
-        java.util.Iterator<Algorithm> it = java.util.Arrays.asList(ALGOS).iterator();
-        return suite(() -> groups.get(it.next()).member(rank), rank, seed);
+        java.util.Iterator<Algorithm> it = java.util.Arrays.asList(algos).iterator();
+        return suite(() -> groups.get(it.next()).member(rank), rank, algos, seed);
       }));
     }
     boolean ok = true;
@@ -200,20 +221,26 @@ public final class GpuSuiteMain {
     return ok;
   }
 
+  /** One rank process of {@link #processes}: on GPU {@link #device}(rank); every rank derives the same algorithms. */
   static boolean rank(Path dir, int rank, int n, long seed) {
-    java.util.Iterator<Algorithm> it = java.util.Arrays.asList(ALGOS).iterator();
+    Algorithm[] algos = algos(vendor(n));
+    java.util.Iterator<Algorithm> it = java.util.Arrays.asList(algos).iterator();
     List<String> f = suite(() -> {
       try {
         return new FileRendezvous(Files.createDirectories(dir.resolve(it.next().name())), rank, n);
       } catch (java.io.IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
-    }, rank, seed);
+    }, device(rank), algos, seed);
     if (!f.isEmpty()) System.out.println("rank " + rank + " failures:\n  " + String.join("\n  ", f));
     return f.isEmpty();
   }
 
+  /** {@code n} ranks as child processes, rank r on GPU r % GPUs. */
   static boolean processes(int n, long seed) throws Exception {
+    int gpus = GpuLibrary.deviceCount();
+    System.out.println(n + " rank processes on " + Math.min(n, gpus) + " of " + gpus + " GPU(s)"
+        + (vendor(n) ? "" : ", without the vendor library" + (n > gpus ? " (ranks share GPUs)" : "")));
     Path dir = FileRendezvous.createDirectory();
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     List<Process> ps = new ArrayList<>();

@@ -9,7 +9,7 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * Calls abort() and isAborted() from one thread while another closes the communicator, many times.
- * Run in its own JVM by {@link ConcurrentUseTest}: a read of the unmapped segment would crash the JVM
+ * Run in its own JVM by {@code ConcurrentUseTest}: a read of the unmapped segment would crash the JVM
  * (SIGSEGV), which the test sees as a non-zero exit. Prints "OK iterations" on success.
  */
 public final class AbortCloseRaceMain {

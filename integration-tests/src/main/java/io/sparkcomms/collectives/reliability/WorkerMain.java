@@ -179,8 +179,9 @@ public final class WorkerMain {
     Recording rv = null;
     if (GPU) printResources(id);  // what this process still holds from earlier trials: must be nothing
     try {
+      // The vendor library needs a GPU per rank: off when the trial's ranks share GPUs.
       CommOptions o = CommOptions.builder().backend(GPU ? CommOptions.Backend.GPU : CommOptions.Backend.HOST).algorithm(algo)
-          .stagingBytes(staging).timeout(timeout).vendor(VENDOR).build();
+          .stagingBytes(staging).timeout(timeout).vendor(VENDOR && (!GPU || size <= gpuCount())).build();
       rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
       // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
       // lone rank 0 would then never create its segment, which the stale-segment tests need).

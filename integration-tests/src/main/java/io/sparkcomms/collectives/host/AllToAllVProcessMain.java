@@ -14,7 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * One rank of {@link MultiProcessTest#skewedAllToAllVAcrossProcesses} in its own JVM. Args: dir rank size seed timeoutMs.
+ * One rank of {@code MultiProcessTest.skewedAllToAllVAcrossProcesses} in its own JVM. Args: dir rank size seed timeoutMs.
  * Runs the random skewed matrix (4 KiB staging, so most calls take several rounds), a capacity
  * overflow that every rank must report, and an allReduce after it; every rank derives all ranks'
  * sizes from the seed. Prints "OK allToAllV" and exits 0, or prints the failures and exits 1 (3 on
