@@ -92,7 +92,8 @@ public final class GpuSuiteMain {
       fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
       int rank = comms.get(Algorithm.FLAT).rank();
       System.out.println("rank " + rank + " (device " + device + ") checked "
-          + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
+          + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures"
+          + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
       return fails;
     } finally {
       comms.values().forEach(Communicator::close);
