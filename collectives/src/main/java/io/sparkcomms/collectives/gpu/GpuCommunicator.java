@@ -410,7 +410,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   /**
    * FOR FAULT-INJECTION TESTS ONLY (package-private: tests reach it through
-   * {@code io.sparkcomms.collectives.gpu.GpuFaultHooks} in the test sources). Overwrites with
+   * {@code io.sparkcomms.collectives.gpu.GpuFaultHooks} of the integration-tests module). Overwrites with
    * {@code value} the barrier flags that rank {@code peer} reads for this rank's arrivals
    * ({@code sc_debug_corrupt_flag}: a plain copy into the peer's signal buffer, on a stream of its
    * own), as a corrupted word would; the communicator is broken on purpose. Takes no lock, so it

@@ -1,0 +1,334 @@
+package io.sparkcomms.benchmarks;
+
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.CommStats;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.Comms;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Tensor;
+import io.sparkcomms.collectives.algo.AlgorithmSelector;
+import io.sparkcomms.collectives.gpu.DeviceTensor;
+import io.sparkcomms.collectives.host.HostCommunicator;
+import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import io.sparkcomms.nativeapi.GpuLibrary;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * One rank process of the benchmark. Creates one communicator per requested algorithm (options are
+ * fixed per communicator), then for every size and algorithm: fresh inputs, warm-up, a barrier, the
+ * timed calls, and a check of the last call's output. The time of a row is the maximum over ranks of
+ * each rank's mean wall time per call; wrong counts and errors are combined over ranks, so every rank
+ * knows the totals and exits with the same status.
+ */
+final class RankWorker {
+  private final BenchConfig cfg;
+  private final int rank;
+  private final int n;
+  private final PrintStream out;
+  private final PrintStream err;
+  private final ReduceOp op;        // null for collectives without a reduction
+  private final Map<String, Communicator> comms = new LinkedHashMap<>();
+  private Communicator ctrl;
+  private TcpBaseline tcp;
+  private long rowId;
+
+  RankWorker(BenchConfig cfg, int rank, PrintStream out, PrintStream err) {
+    this.cfg = cfg;
+    this.rank = rank;
+    this.n = cfg.ranks;
+    this.out = out;
+    this.err = err;
+    this.op = cfg.reduces() ? cfg.op : null;
+  }
+
+  /** Watches the launcher: a rank whose launcher vanished (killed) stops at once. */
+  static void watchParent(long parentPid) {
+    if (parentPid <= 0) return;
+    Optional<ProcessHandle> parent = ProcessHandle.of(parentPid);
+    Thread t = new Thread(() -> {
+      while (true) {
+        if (parent.isEmpty() || !parent.get().isAlive()) Runtime.getRuntime().halt(4);
+        try {
+          Thread.sleep(500);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }, "sparkcomms-bench-parent-watch");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /** Runs the whole benchmark on this rank; returns the exit status (same on every rank). */
+  int run(Path dir) {
+    ResultWriter w = null;
+    try {
+      FileRendezvous rv = new FileRendezvous(dir, rank, n);
+      // Control traffic (barriers, port exchange, gathering times and checks) always runs on a small
+      // host communicator of its own, whatever the backend under test.
+      ctrl = HostCommunicator.create(rv, cfg.options(Algorithm.AUTO, System.getenv()).toBuilder()
+          .backend(CommOptions.Backend.HOST).stagingBytes(64 << 10).build());
+      comms.put("CONTROL", ctrl);
+      for (Algorithm a : cfg.algorithms) comms.put(a.name(), create(rv, cfg.options(a, System.getenv())));
+      if (cfg.baseline == BenchConfig.Baseline.VENDOR) {
+        comms.put("VENDOR_BASELINE", create(rv, cfg.options(Algorithm.VENDOR, System.getenv())));
+      }
+      if (cfg.baseline == BenchConfig.Baseline.TCP) tcp = TcpBaseline.connect(ctrl, ctrl.options().timeout());
+      if (rank == 0) {
+        w = new ResultWriter(out, cfg.csv);
+        notes();
+        w.header();
+      }
+      long totalWrong = 0;
+      for (long size : cfg.sizes()) {
+        BenchData.Layout l = BenchData.Layout.of(cfg.collective, size, cfg.dtype, n);
+        if (l == null) {
+          if (rank == 0) out.println("# size " + size + ": too small for " + n + " ranks of " + cfg.typeName() + ", skipped");
+          continue;
+        }
+        try (Buffers b = new Buffers(l)) {
+          Set<Algorithm> seen = new HashSet<>();
+          for (Algorithm a : cfg.algorithms) {
+            Communicator comm = comms.get(a.name());
+            Algorithm predicted = predict(comm, l);
+            if (cfg.algorithms.size() > 1 && predicted != null && !seen.add(predicted)) continue;
+            totalWrong += row(w, l, b, comm, predicted, null);
+          }
+          if (tcp != null) totalWrong += row(w, l, b, null, null, "tcp");
+          if (cfg.baseline == BenchConfig.Baseline.VENDOR) {
+            totalWrong += row(w, l, b, comms.get("VENDOR_BASELINE"), Algorithm.VENDOR, null);
+          }
+        }
+      }
+      ctrl.barrier();
+      if (rank == 0) {
+        out.println("# load average at the end: " + HostInfo.loadAverage() + " (" + HostInfo.cores() + " cores)");
+        out.println("# rows: " + w.rows() + ", wrong elements: " + totalWrong + (totalWrong == 0 ? " (all results within bounds)" : " (FAILED)"));
+        out.flush();
+      }
+      return totalWrong == 0 ? 0 : 1;
+    } catch (RuntimeException | Error e) {
+      err.println("rank " + rank + " failed: " + e);
+      e.printStackTrace(err);
+      err.flush();
+      for (Communicator c : comms.values()) {
+        try {
+          c.abort("benchmark rank " + rank + " failed: " + e);
+        } catch (RuntimeException ignored) {
+          // best effort
+        }
+      }
+      return 1;
+    } finally {
+      if (w != null) w.close();
+      if (tcp != null) tcp.close();
+      for (Communicator c : comms.values()) {
+        try {
+          c.close();
+        } catch (RuntimeException ignored) {
+          // best effort
+        }
+      }
+    }
+  }
+
+  private Communicator create(FileRendezvous rv, CommOptions o) {
+    if (!gpu()) return Comms.create(rv, o);
+    // The vendor library needs a device of its own per rank: off when ranks share devices.
+    return Comms.create(rv, devices() < n ? o.toBuilder().vendor(false).build() : o, device());
+  }
+
+  /** GPUs visible to this process (at least 1, so that {@link #device()} is defined). */
+  private static int devices() { return Math.max(1, GpuLibrary.deviceCount()); }
+
+  /** This rank's GPU: rank r on device r % devices, so more ranks than GPUs share them. */
+  private int device() { return rank % devices(); }
+
+  private boolean gpu() { return cfg.backend == CommOptions.Backend.GPU; }
+
+  /**
+   * A row's buffers: host arrays (inputs are made and results checked there) and, on the GPU
+   * backend, device copies that the collective runs on. The TCP baseline always uses the host arrays.
+   */
+  private final class Buffers implements AutoCloseable {
+    final HostTensor in;
+    final HostTensor res;
+    final DeviceTensor din;
+    final DeviceTensor dres;
+
+    Buffers(BenchData.Layout l) {
+      in = HostTensor.allocate(cfg.dtype, l.inCount());
+      res = HostTensor.allocate(cfg.dtype, l.outCount());
+      din = gpu() ? DeviceTensor.allocate(cfg.dtype, l.inCount(), device()) : null;
+      dres = gpu() ? DeviceTensor.allocate(cfg.dtype, l.outCount(), device()) : null;
+    }
+
+    /** After the host arrays were filled: copy them to the device. */
+    void upload() {
+      if (din != null) {
+        din.copyFrom(in);
+        dres.copyFrom(res);
+      }
+    }
+
+    /** Before the check: the device result into the host array. */
+    void download() {
+      if (dres != null) dres.copyTo(res);
+    }
+
+    @Override public void close() {
+      if (din != null) din.close();
+      if (dres != null) dres.close();
+    }
+  }
+
+  /** The algorithm the selector will pick (used to skip duplicate rows; the row reports what ran). */
+  private Algorithm predict(Communicator comm, BenchData.Layout l) {
+    try {
+      return AlgorithmSelector.choose(cfg.collective, l.bytes(), n, cfg.dtype, op, comm.options(),
+          new AlgorithmSelector.Backend(gpu(), false, !gpu()));
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
+  }
+
+  private void notes() {
+    List<String> notes = new ArrayList<>();
+    boolean multi = cfg.algorithms.size() > 1;
+    if (cfg.collective != Collective.ALL_REDUCE && cfg.algorithms.contains(Algorithm.TREE)) {
+      notes.add("tree is an allreduce algorithm; " + cfg.collectiveName() + " runs its direct (flat) algorithm"
+          + (multi ? ", duplicate rows are skipped" : ""));
+    }
+    if (cfg.algorithms.contains(Algorithm.LP)
+        && !AlgorithmSelector.lowPrecisionEligible(cfg.collective, cfg.dtype, op)) {
+      notes.add("lp needs float32/bfloat16" + (cfg.reduces() ? " and sum/avg" : "") + " on " + cfg.collectiveName()
+          + "; this configuration falls back to the exact path" + (multi ? ", duplicate rows are skipped" : ""));
+    }
+    if (n > HostInfo.cores()) {
+      notes.add(n + " ranks on " + HostInfo.cores() + " cores: ranks time-share cores, expect pessimistic numbers");
+    }
+    for (String s : notes) out.println("# note: " + s);
+    out.println("# collective: " + cfg.collectiveName() + ", out-of-place, " + n + " ranks; algo = the algorithm that ran"
+        + " (from the communicator's stats), tcp = the naive baseline");
+  }
+
+  private static final Algorithm[] ALGOS = Algorithm.values();
+
+  /** One row: fresh inputs, warm-up, timed calls, check. Returns the wrong count (all ranks). */
+  private long row(ResultWriter w, BenchData.Layout l, Buffers b, Communicator comm, Algorithm predicted, String label) {
+    long seed = BenchData.mix((cfg.seed == null ? 0 : cfg.seed) + 0x5851F42D4C957F2DL * ++rowId);
+    HostTensor in = b.in, res = b.res;
+    BenchData.fill(in, seed, rank, op);
+    BenchData.poison(res);
+    Runnable call;
+    if (comm == null) {
+      call = () -> tcp.allReduce(in, res, op);
+    } else if (b.din != null) {
+      b.upload();
+      call = call(comm, b.din, b.dres);
+    } else {
+      call = call(comm, in, res);
+    }
+
+    long[] warm = new long[Math.max(1, cfg.warmup)];
+    for (int i = 0; i < cfg.warmup; i++) {
+      long t0 = System.nanoTime();
+      call.run();
+      warm[i] = System.nanoTime() - t0;
+    }
+    int iters = cfg.iters;
+    if (iters == 0) {
+      if (cfg.warmup == 0) {
+        long t0 = System.nanoTime();
+        call.run();
+        warm[0] = System.nanoTime() - t0;
+      }
+      // median warm-up call of each rank, the slowest rank's: every rank gets the same count
+      java.util.Arrays.sort(warm);
+      double[] e = {warm[warm.length / 2] / 1e9};
+      ctrl.allReduce(HostTensor.of(e), ReduceOp.MAX);
+      double want = Math.ceil(cfg.targetSeconds / Math.max(e[0], 1e-9));
+      iters = (int) Math.max(cfg.minIters, Math.min(cfg.maxIters, want));
+    }
+
+    ctrl.barrier();
+    long[] before = comm == null ? null : snapshot(comm.stats());
+    long t0 = System.nanoTime();
+    for (int i = 0; i < iters; i++) call.run();
+    long elapsed = System.nanoTime() - t0;
+    String algo = label != null ? label : ran(comm.stats(), before, iters, predicted);
+    if (comm != null) b.download();
+
+    boolean lp = "lp".equals(algo);
+    BenchData.Check c = BenchData.check(cfg.collective, res, l, seed, rank, n, cfg.dtype, op, lp, 0);
+    if (c.wrong() > 0) {
+      err.println("rank " + rank + ": " + cfg.collectiveName() + " size " + l.bytes() + " algo " + algo + ": "
+          + c.wrong() + " wrong elements, first: " + c.firstWrong());
+      err.flush();
+    }
+    double[] mine = {elapsed / 1e9 / iters, c.wrong(), c.maxRelErr()};
+    double[] all = new double[3 * n];
+    ctrl.allGather(HostTensor.of(mine), HostTensor.of(all));
+    double time = 0, maxRel = 0;
+    long wrong = 0;
+    for (int r = 0; r < n; r++) {
+      time = Math.max(time, all[3 * r]);
+      wrong += (long) all[3 * r + 1];
+      maxRel = Math.max(maxRel, all[3 * r + 2]);
+    }
+    if (w != null) {
+      double algbw = l.bytes() / time / 1e9;
+      w.row(new ResultWriter.Row(l.bytes(), l.totalCount(), cfg.typeName(), cfg.opName(), algo, time * 1e6,
+          algbw, algbw * busFactor(), wrong, maxRel, iters));
+    }
+    return wrong;
+  }
+
+  private Runnable call(Communicator comm, Tensor in, Tensor res) {
+    switch (cfg.collective) {
+      case ALL_REDUCE: return () -> comm.allReduce(in, res, op);
+      case ALL_GATHER: return () -> comm.allGather(in, res);
+      case REDUCE_SCATTER: return () -> comm.reduceScatter(in, res, op);
+      case ALL_TO_ALL: return () -> comm.allToAll(in, res);
+      case BROADCAST: return () -> comm.broadcast(in, res, 0);
+      default: throw new IllegalArgumentException(cfg.collectiveName());
+    }
+  }
+
+  /** nccl-tests' bus bandwidth factor. */
+  double busFactor() {
+    switch (cfg.collective) {
+      case ALL_REDUCE: return 2.0 * (n - 1) / n;
+      case ALL_GATHER: case REDUCE_SCATTER: case ALL_TO_ALL: return (double) (n - 1) / n;
+      default: return 1.0;
+    }
+  }
+
+  private static long[] snapshot(CommStats s) {
+    long[] v = new long[ALGOS.length];
+    for (int i = 0; i < ALGOS.length; i++) v[i] = s.calls(ALGOS[i]);
+    return v;
+  }
+
+  /** The algorithm the timed calls ran with, from the stats; the prediction if the stats are unclear. */
+  private static String ran(CommStats s, long[] before, int iters, Algorithm predicted) {
+    Algorithm best = null;
+    for (int i = 0; i < ALGOS.length; i++) {
+      if (s.calls(ALGOS[i]) - before[i] == iters) best = ALGOS[i];
+    }
+    if (best == null) best = predicted != null ? predicted : Algorithm.AUTO;
+    return best.name().toLowerCase(Locale.ROOT);
+  }
+}

@@ -1,0 +1,143 @@
+package io.sparkcomms.benchmarks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Runs the benchmark CLI for real (two rank processes) and checks its CSV; no timing assertions. */
+class BenchMainTest {
+  @TempDir Path tmp;
+
+  private record Result(int rc, String out, String err) {}
+
+  private static Result bench(String... args) {
+    ByteArrayOutputStream o = new ByteArrayOutputStream(), e = new ByteArrayOutputStream();
+    int rc;
+    try (PrintStream po = new PrintStream(o, true, StandardCharsets.UTF_8);
+         PrintStream pe = new PrintStream(e, true, StandardCharsets.UTF_8)) {
+      rc = BenchMain.run(args, po, pe);
+    }
+    return new Result(rc, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void allAlgorithmsAndTcpBaselineAreCorrect() throws Exception {
+    Path csv = tmp.resolve("bench.csv");
+    Result r = bench("--ranks", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1",
+        "--algo", "all", "--baseline", "tcp", "--csv", csv.toString());
+    String diag = "stdout:\n" + r.out + "\nstderr:\n" + r.err;
+    assertEquals(0, r.rc, diag);
+    assertTrue(r.out.contains("# host: "), diag);
+    assertTrue(r.out.contains("# command: "), diag);
+
+    List<String> lines = Files.readAllLines(csv);
+    assertEquals("size,count,type,redop,algo,time_us,algbw_GBps,busbw_GBps,wrong,max_rel_err", lines.get(0));
+    List<String[]> rows = new ArrayList<>();
+    for (String l : lines.subList(1, lines.size())) rows.add(l.split(","));
+    // 1K, 4K, 16K, 64K x (flat, tree, lp, tcp)
+    assertEquals(16, rows.size(), diag);
+    Set<String> seen = new TreeSet<>();
+    long[] sizes = {1024, 4096, 16384, 65536};
+    String[] algos = {"flat", "tree", "lp", "tcp"};
+    for (int i = 0; i < rows.size(); i++) {
+      String[] c = rows.get(i);
+      assertEquals(10, c.length, String.join(",", c));
+      assertEquals(sizes[i / 4], Long.parseLong(c[0]), String.join(",", c));
+      assertEquals(sizes[i / 4] / 4, Long.parseLong(c[1]));
+      assertEquals("float32", c[2]);
+      assertEquals("sum", c[3]);
+      assertEquals(algos[i % 4], c[4], "algorithm order");
+      assertTrue(Double.parseDouble(c[5]) > 0, "time_us");
+      assertTrue(Double.parseDouble(c[6]) > 0 && Double.parseDouble(c[7]) > 0, "bandwidths");
+      assertEquals(0, Long.parseLong(c[8]), "wrong elements in " + String.join(",", c));
+      double rel = Double.parseDouble(c[9]);
+      assertTrue(rel >= 0 && rel < (c[4].equals("lp") ? 0.5 : 1e-6), "max_rel_err " + rel);
+      seen.add(c[4]);
+    }
+    assertEquals(new TreeSet<>(List.of(algos)), seen);
+  }
+
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void otherCollectivesAndTypesAreCorrect() throws Exception {
+    String[][] cases = {
+        {"-c", "reducescatter", "-d", "bfloat16", "-o", "avg", "--algo", "all"},
+        {"-c", "allgather", "-d", "int64", "--algo", "flat"},
+        {"-c", "alltoall", "-d", "float32", "--algo", "lp"},
+        {"-c", "broadcast", "-d", "float16"},
+        {"-c", "allreduce", "-d", "int32", "-o", "prod"},
+        {"-c", "allreduce", "-d", "float64", "-o", "premul_sum(0.5)", "--algo", "tree"},
+    };
+    for (String[] extra : cases) {
+      Path csv = tmp.resolve("case.csv");
+      List<String> args = new ArrayList<>(List.of("--ranks", "2", "-b", "2K", "-e", "8K", "-n", "2", "-w", "1",
+          "--csv", csv.toString()));
+      args.addAll(List.of(extra));
+      Result r = bench(args.toArray(new String[0]));
+      String diag = String.join(" ", extra) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+      assertEquals(0, r.rc, diag);
+      List<String> lines = Files.readAllLines(csv);
+      assertTrue(lines.size() >= 3, diag);
+      for (String l : lines.subList(1, lines.size())) assertEquals("0", l.split(",")[8], diag);
+    }
+  }
+
+  @Test
+  void usageErrorsExitWithTwo() {
+    assertEquals(2, bench("--bogus").rc);
+    assertEquals(2, bench("-c", "allgather", "--baseline", "tcp").rc);
+    assertEquals(2, bench("-d", "int32", "-o", "premul_sum(2)").rc);
+    assertEquals(2, bench("-b", "64K", "-e", "1K").rc);
+    Result h = bench("-h");
+    assertEquals(0, h.rc);
+    assertTrue(h.out.contains("--baseline"));
+  }
+
+  @Test
+  void deviceTimingHandsItsOptionsToTheGpuTable() {
+    String csv = tmp.resolve("gpu.csv").toString();
+    BenchConfig c = BenchConfig.parse(new String[] {"--backend", "gpu", "--timing", "device", "--ranks", "4", "-b", "1K",
+        "-e", "1G", "-f", "2", "-d", "bf16", "-o", "sum", "--baseline", "vendor", "--staging", "32M", "--csv", csv});
+    assertEquals(List.of("--ranks", "4", "-b", "1024", "-e", "1073741824", "-f", "2", "-d", "bfloat16",
+        "--staging", "33554432", "--csv", csv), c.gpuBenchArgs());
+  }
+
+  @Test
+  void deviceTimingRefusesWhatTheGpuTableDoesNotDo() {
+    String[][] refused = {{"-n", "10"}, {"--iters", "10"}, {"-w", "2"}, {"--seed", "1"}, {"--timeout", "60"}, {"--lp-block", "64"},
+        {"--algo", "flat"}, {"-c", "allgather"}, {"-o", "max"}, {"--baseline", "tcp"}};
+    for (String[] extra : refused) {
+      List<String> args = new ArrayList<>(List.of("--backend", "gpu", "--timing", "device"));
+      args.addAll(List.of(extra));
+      Result r = bench(args.toArray(new String[0]));
+      assertEquals(2, r.rc, String.join(" ", args) + ": " + r.err);
+      assertTrue(r.err.contains("--timing"), String.join(" ", args) + ": " + r.err);
+    }
+    Result host = bench("--timing", "device");
+    assertEquals(2, host.rc);
+    assertTrue(host.err.contains("--timing device needs --backend gpu"), host.err);
+    assertEquals(2, bench("--spark").rc, "the Spark sweep runs through bin/sparkcomms-bench");
+  }
+
+  @Test
+  void sizesFollowTheFactor() {
+    BenchConfig c = BenchConfig.parse(new String[] {"-b", "1K", "-e", "64M", "-f", "4"});
+    assertEquals(List.of(1L << 10, 1L << 12, 1L << 14, 1L << 16, 1L << 18, 1L << 20, 1L << 22, 1L << 24, 1L << 26), c.sizes());
+    BenchConfig d = BenchConfig.parse(c.toArgs().toArray(new String[0]));
+    assertEquals(c.toArgs(), d.toArgs());
+  }
+}

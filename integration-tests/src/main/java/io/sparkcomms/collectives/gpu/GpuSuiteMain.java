@@ -1,0 +1,262 @@
+package io.sparkcomms.collectives.gpu;
+
+import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.CollectiveChecker;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
+import io.sparkcomms.collectives.host.AllToAllVHarness;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import io.sparkcomms.nativeapi.GpuLibrary;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The GPU test suite, runnable without Maven on a GPU host:
+ * <pre>
+ *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain processes N   # N processes, rank r on GPU r % GPUs
+ *   java -cp ... io.sparkcomms.collectives.gpu.GpuSuiteMain threads N     # N GPUs in one process
+ * </pre>
+ * With more processes than GPUs the ranks share GPUs and the vendor library is left out (NCCL/RCCL
+ * need a GPU per rank), so 2..8 ranks also run on one GPU.
+ * Every collective x op x dtype x algorithm (FLAT, TREE, VENDOR) against a float64 reference,
+ * counts 1, 7, 1023, 1M+3 and one above the staging size, outputs poisoned first; then 1000
+ * back-to-back mixed-size allReduces. Prints PASS or FAIL lines; exit code 0 only if all passed.
+ */
+public final class GpuSuiteMain {
+  static final int[] COUNTS = {1, 7, 1023, (1 << 20) + 3, (3 << 20) + 5};
+
+  /** The algorithms checked: VENDOR only with the vendor library (off with SPARKCOMMS_VENDOR=0). */
+  static Algorithm[] algos(boolean vendor) {
+    return vendor ? new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.VENDOR} : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE};
+  }
+
+  /** Whether {@code n} ranks use the vendor library: as the environment says, and only with a GPU per rank. */
+  static boolean vendor(int n) {
+    return CommOptions.fromEnvironment().vendor() && n <= GpuLibrary.deviceCount();
+  }
+
+  /** Rank {@code rank}'s GPU when ranks are processes: r % GPUs (GPUs are shared beyond one rank each). */
+  static int device(int rank) {
+    return rank % Math.max(1, GpuLibrary.deviceCount());
+  }
+
+  static CommOptions options(Algorithm a, boolean vendor) {
+    return CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).algorithm(a).vendor(vendor)
+        .stagingBytes(8 << 20).timeout(Duration.ofSeconds(60)).build();
+  }
+
+  public static void main(String[] args) throws Exception {
+    GpuLibrary.Status st = GpuLibrary.status();
+    System.out.println(st);
+    if (!st.available()) {
+      System.out.println("SKIP: " + st.reason());
+      System.exit(2);
+    }
+    String mode = args[0];
+    int n = Integer.parseInt(args[1]);
+    if (mode.equals("rank")) {
+      System.exit(rank(Paths.get(args[2]), Integer.parseInt(args[3]), n, Long.parseLong(args[4])) ? 0 : 1);
+    }
+    long seed = System.nanoTime();
+    System.out.println("seed " + seed);
+    boolean ok;
+    if (mode.equals("threads")) ok = threads(n, seed);
+    else ok = processes(n, seed);
+    System.out.println(ok ? "PASS gpu suite (" + mode + ", " + n + " ranks)" : "FAIL gpu suite (" + mode + ", " + n + " ranks)");
+    System.exit(ok ? 0 : 1);
+  }
+
+  /** One rank's whole suite over rendezvous factory {@code rv} (called once per algorithm of {@code algos}). */
+  static List<String> suite(java.util.function.Supplier<Rendezvous> rv, int device, Algorithm[] algos, long seed) {
+    Map<Algorithm, Communicator> comms = new EnumMap<>(Algorithm.class);
+    boolean vendor = java.util.Arrays.asList(algos).contains(Algorithm.VENDOR);
+    try {
+      for (Algorithm a : algos) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a, vendor), device)));
+      List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, algos));
+      fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
+      fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
+      int rank = comms.get(Algorithm.FLAT).rank();
+      System.out.println("rank " + rank + " (device " + device + ") checked "
+          + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures"
+          + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
+      return fails;
+    } finally {
+      comms.values().forEach(Communicator::close);
+    }
+  }
+
+  /**
+   * allToAllV on the GPU kernel against the reference (AllToAllVHarness, shared with the host tests):
+   * random skewed counts (zeros, one rank receiving everything, Zipf) x FLOAT32/INT64/BFLOAT16 x
+   * packed/slots at three sizes (the C test covers several staging rounds), outputs poisoned with
+   * guard regions; then an overflowing call on every layout, which must raise everywhere and write
+   * nothing, and a valid call after it.
+   */
+  static List<String> allToAllV(Communicator c, long seed) {
+    List<String> fails = new ArrayList<>();
+    int n = c.size(), calls = 0;
+    for (int maxTotal : new int[] {7, 40_000, 900_000}) {  // the float32 encoding needs index < 1M
+      for (AllToAllVHarness.Scenario s : AllToAllVHarness.skewedMatrix(n, seed + maxTotal, maxTotal)) {
+        fails.addAll(AllToAllVHarness.runAndCheck(c, s, false));
+        calls++;
+      }
+    }
+    long[][] counts = new long[n][n];
+    for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) counts[i][j] = 100 + 10 * i + j;
+    for (boolean slots : new boolean[] {false, true}) {
+      AllToAllVHarness.Scenario ok = slots ? AllToAllVHarness.slots("valid", DataType.FLOAT32, counts, 2, seed, true, false)
+          : AllToAllVHarness.packed("valid", DataType.FLOAT32, counts, 2, seed, true, false);
+      long[] out = ok.outCounts().clone();
+      out[n - 1] -= slots ? 0 : 3;  // packed: the last rank's output is 3 elements short (plus up to 2 slack)
+      long[][] ro = ok.recvOffsets();
+      if (slots) {  // the last rank's slot for rank 0 loses room
+        ro = java.util.Arrays.stream(ro).map(long[]::clone).toArray(long[][]::new);
+        ro[n - 1][1] = ro[n - 1][0] + counts[0][n - 1] - 1;
+        for (int q = 2; q < n; q++) ro[n - 1][q] = Math.max(ro[n - 1][q], ro[n - 1][1]);
+      }
+      AllToAllVHarness.Scenario bad = new AllToAllVHarness.Scenario("overflow", DataType.FLOAT32, ok.inCounts(), out, counts,
+          ok.sendOffsets(), ro, true, false);
+      if (bad.expected().ok()) fails.add("test bug: the overflow scenario is valid: " + bad);
+      fails.addAll(AllToAllVHarness.runAndCheck(c, bad, false));
+      fails.addAll(AllToAllVHarness.runAndCheck(c, ok, false));
+      calls += 2;
+    }
+    System.out.println("rank " + c.rank() + ": " + calls + " allToAllV calls checked against the reference, " + fails.size() + " failures");
+    return fails;
+  }
+
+  /**
+   * 1000 back-to-back allReduces of mixed sizes, enqueued without waiting in windows of 50 (each with
+   * its own input and poisoned output), then checked exactly: inputs are small integers, so every
+   * sum is exact in float32.
+   */
+  static List<String> backToBack(DeviceStagedCommunicator staged, long seed) {
+    GpuCommunicator g = staged.gpu();
+    int n = g.size(), window = 50;
+    int[] sizes = {1, 7, 256, 2048, 8192, 65_536, 262_147, 1 << 20};
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed); // same on every rank
+    List<String> fails = new ArrayList<>();
+    List<DeviceTensor> ins = new ArrayList<>(), outs = new ArrayList<>();
+    try {
+      for (int w = 0; w < 1000 / window; w++) {
+        int[] count = new int[window];
+        for (int k = 0; k < window; k++) {
+          count[k] = sizes[rnd.nextInt(sizes.length)];
+          float[] x = new float[count[k]];
+          for (int i = 0; i < x.length; i++) x[i] = (g.rank() + 1) * ((i * 7 + w * window + k) % 13);
+          DeviceTensor in = DeviceTensor.allocate(DataType.FLOAT32, count[k], g.device());
+          in.copyFrom(HostTensor.of(x));
+          DeviceTensor out = DeviceTensor.allocate(DataType.FLOAT32, count[k], g.device());
+          out.fillBytes(0xFF);
+          ins.add(in);
+          outs.add(out);
+        }
+        for (int k = 0; k < window; k++) g.allReduceAsync(ins.get(k), outs.get(k), ReduceOp.SUM);
+        g.synchronize();
+        float tri = n * (n + 1) / 2f;
+        for (int k = 0; k < window; k++) {
+          float[] y = new float[count[k]];
+          outs.get(k).copyTo(HostTensor.of(y));
+          for (int i = 0; i < y.length; i++) {
+            float want = tri * ((i * 7 + w * window + k) % 13);
+            if (y[i] != want && fails.size() < 20) fails.add("back-to-back call " + (w * window + k) + " count " + count[k] + " element " + i + ": " + y[i] + " != " + want);
+          }
+        }
+        ins.forEach(DeviceTensor::close);
+        outs.forEach(DeviceTensor::close);
+        ins.clear();
+        outs.clear();
+      }
+    } finally {
+      ins.forEach(DeviceTensor::close);
+      outs.forEach(DeviceTensor::close);
+    }
+    System.out.println("rank " + g.rank() + ": 1000 back-to-back allReduces checked, " + fails.size() + " wrong" + " " + g.stats());
+    return fails;
+  }
+
+  /** {@code n} ranks as threads of this process, rank r on GPU r: needs {@code n} GPUs. */
+  static boolean threads(int n, long seed) throws Exception {
+    int gpus = GpuLibrary.deviceCount();
+    if (n > gpus) {
+      System.out.println("FAIL threads mode needs a GPU per rank: " + n + " ranks, " + gpus + " GPUs (processes mode shares GPUs)");
+      return false;
+    }
+    Algorithm[] algos = algos(vendor(n));
+    ExecutorService pool = Executors.newFixedThreadPool(n);
+    Map<Algorithm, InJvmRendezvous.Group> groups = new EnumMap<>(Algorithm.class);
+    for (Algorithm a : algos) groups.put(a, InJvmRendezvous.group(n));
+    List<Future<List<String>>> fs = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      final int rank = r;
+      fs.add(pool.submit(() -> {
+        java.util.Iterator<Algorithm> it = java.util.Arrays.asList(algos).iterator();
+        return suite(() -> groups.get(it.next()).member(rank), rank, algos, seed);
+      }));
+    }
+    boolean ok = true;
+    for (int r = 0; r < n; r++) {
+      List<String> f = fs.get(r).get(900, TimeUnit.SECONDS);
+      System.out.println("rank " + r + ": " + f.size() + " failures");
+      if (!f.isEmpty()) {
+        ok = false;
+        System.out.println("rank " + r + " failures:\n  " + String.join("\n  ", f));
+      }
+    }
+    pool.shutdownNow();
+    return ok;
+  }
+
+  /** One rank process of {@link #processes}: on GPU {@link #device}(rank); every rank derives the same algorithms. */
+  static boolean rank(Path dir, int rank, int n, long seed) {
+    Algorithm[] algos = algos(vendor(n));
+    java.util.Iterator<Algorithm> it = java.util.Arrays.asList(algos).iterator();
+    List<String> f = suite(() -> {
+      try {
+        return new FileRendezvous(Files.createDirectories(dir.resolve(it.next().name())), rank, n);
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }, device(rank), algos, seed);
+    if (!f.isEmpty()) System.out.println("rank " + rank + " failures:\n  " + String.join("\n  ", f));
+    return f.isEmpty();
+  }
+
+  /** {@code n} ranks as child processes, rank r on GPU r % GPUs. */
+  static boolean processes(int n, long seed) throws Exception {
+    int gpus = GpuLibrary.deviceCount();
+    System.out.println(n + " rank processes on " + Math.min(n, gpus) + " of " + gpus + " GPU(s)"
+        + (vendor(n) ? "" : ", without the vendor library" + (n > gpus ? " (ranks share GPUs)" : "")));
+    Path dir = FileRendezvous.createDirectory();
+    String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+    List<Process> ps = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), GpuSuiteMain.class.getName(),
+          "rank", "" + n, dir.toString(), "" + r, "" + seed).inheritIO();
+      ps.add(pb.start());
+    }
+    boolean ok = true;
+    for (Process p : ps) {
+      if (!p.waitFor(900, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        ok = false;
+      } else if (p.exitValue() != 0) ok = false;
+    }
+    return ok;
+  }
+}
