@@ -132,25 +132,28 @@ public final class CommOptions {
   public java.util.List<String> agreedSettings() {
     java.util.List<String> l = new java.util.ArrayList<>();
     l.add("algorithm=" + algorithm);
-    l.add("flatMaxBytes=" + flatMaxBytes);
-    l.add("treeMaxBytes=" + treeMaxBytes);
+    l.add("flatMaxBytes=" + text(flatMaxBytes));
+    l.add("treeMaxBytes=" + text(treeMaxBytes));
     l.add("lowPrecision=" + lowPrecision);
     l.add("lowPrecisionPerCollective=" + new java.util.TreeMap<>(lowPrecisionPerCollective));
-    l.add("lpMinBytes=" + lpMinBytes);
-    l.add("fp8Format=" + fp8Format);
-    l.add("lpBlockSize=" + lpBlockSize);
-    l.add("lpOneShotMaxRanks=" + lpOneShotMaxRanks);
-    l.add("stagingBytes=" + stagingBytes);
+    l.add("lpMinBytes=" + text(lpMinBytes));
+    l.add("fp8Format=" + (fp8Format == null ? "default" : fp8Format));
+    l.add("lpBlockSize=" + text(lpBlockSize));
+    l.add("lpOneShotMaxRanks=" + text(lpOneShotMaxRanks));
+    l.add("stagingBytes=" + text(stagingBytes));
     l.add("vendor=" + vendor);
     return l;
   }
 
+  /** A knob's value for messages: "default" when unset. */
+  private static String text(long v) { return v == BACKEND_DEFAULT ? "default" : Long.toString(v); }
+
   @Override public String toString() {
-    return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
-        + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
-        + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + lpMinBytes
-        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", lpOneShotMaxRanks=" + lpOneShotMaxRanks
-        + ", stagingBytes=" + (stagingBytes == BACKEND_DEFAULT ? "default" : stagingBytes) + ", vendor=" + vendor + "}";
+    return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + text(flatMaxBytes)
+        + ", treeMaxBytes=" + text(treeMaxBytes) + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
+        + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + text(lpMinBytes)
+        + ", fp8Format=" + (fp8Format == null ? "default" : fp8Format) + ", lpBlockSize=" + text(lpBlockSize)
+        + ", lpOneShotMaxRanks=" + text(lpOneShotMaxRanks) + ", stagingBytes=" + text(stagingBytes) + ", vendor=" + vendor + "}";
   }
 
   /** Builder; every setter validates its argument. */

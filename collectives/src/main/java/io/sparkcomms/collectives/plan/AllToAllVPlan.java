@@ -54,12 +54,11 @@ public final class AllToAllVPlan {
           // negative only when the offset lies past the input's end
           if (capacity >= count) return head + " starts at a negative input offset";
           if (capacity < 0) return head + " starts " + (-capacity) + " elements past the end of its input";
-          return head + " runs " + (count - capacity) + " elements past the end of its input (" + capacity
-              + " elements from the block's offset to the end)";
+          return head + " runs past the end of its input: " + capacity + " elements from the block's offset to the end";
         }
         case OVERFLOW:
           return "receiver rank " + receiver + " cannot hold the " + count + " elements from sender rank " + sender
-              + ": it has room for " + capacity + " there";
+              + ": its room for them is " + capacity + " elements";
         case RECV_OFFSETS:
           return "receiver rank " + receiver + ": its slot for sender rank " + sender + " spans output offsets " + count
               + ".." + capacity + ", reversed or outside its output (receive offsets must be non-decreasing and within the output)";
