@@ -134,7 +134,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Pointer ev = new Pointer((Pointer) null);
     Native.check(SparkCommsNative.sc_event_create(ev), "sc_event_create");
     Native.check(SparkCommsNative.sc_event_record(ev, stream), "sc_event_record");
-    EventWork w = new EventWork(ev, c.kind().apiName(), options.timeout().multipliedBy(2), done -> completed(done, v));
+    String name = c.kind().apiName();
+    EventWork w = new EventWork(ev, name, options.timeout().multipliedBy(2), done -> completed(done, name, v));
     if (v) lastAllToAllV = w;
     synchronized (pending) {
       pending.removeIf(EventWork::poll);  // housekeeping: a failure stays with its own Work
@@ -205,9 +206,9 @@ public final class GpuCommunicator extends AbstractCommunicator {
   }
 
   /** The outcome of an async call whose event completed: a device-side failure, or its allToAllV verdict. */
-  private RuntimeException completed(EventWork w, boolean allToAllV) {
+  private RuntimeException completed(EventWork w, String name, boolean allToAllV) {
     try {
-      check(SparkCommsNative.sc_comm_check(comm), allToAllV ? "allToAllV" : "collective");
+      check(SparkCommsNative.sc_comm_check(comm), name);
       return allToAllV ? allToAllVVerdict() : null;  // this call's verdict: the only allToAllV in flight
     } catch (RuntimeException e) {
       return e;
