@@ -288,8 +288,19 @@ public final class CollectiveChecker {
     return algo;
   }
 
-  /** The FP8 block size of the communicator's LP calls: the option, else the host default (GPU tests of LP set it). */
-  private int bs() { return Thresholds.lpBlockSize(comm.options()); }
+  /**
+   * The FP8 block size of the communicator's LP calls: the one in effect in the native communicator
+   * on the GPU backend, else the option or the host default.
+   */
+  private int bs() {
+    if (blockSize == 0) {
+      blockSize = comm instanceof io.sparkcomms.collectives.gpu.GpuCommunicator g ? (int) g.option("lp_block_size")
+          : Thresholds.lpBlockSize(comm.options());
+    }
+    return blockSize;
+  }
+
+  private int blockSize;
 
   public Protocol allToAll(DataType dt, int count, Shape shape) {
     long call = callId++;

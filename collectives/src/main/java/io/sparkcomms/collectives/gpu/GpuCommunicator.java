@@ -114,11 +114,15 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   // ---------------------------------------------------------------- the call-downs
 
+  // Each call reads the stream once: its copies, launch and wait must all be on the same stream even
+  // if useStream runs meanwhile.
+
   @Override protected Protocol execute(PlannedCall c) {
-    if (c.in() instanceof HostTensor) return executeStaged(c);
+    Pointer s = stream;
+    if (c.in() instanceof HostTensor) return executeStaged(c, s);
     if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
-    Protocol p = launch(c);
-    finish(c);
+    Protocol p = launch(c, s);
+    finish(c, s);
     if (c.kind() == Collective.ALL_TO_ALL_V) {
       RuntimeException e = allToAllVVerdict();
       if (e != null) throw e;
@@ -127,13 +131,14 @@ public final class GpuCommunicator extends AbstractCommunicator {
   }
 
   @Override protected Started enqueue(PlannedCall c) {
-    if (c.in() instanceof HostTensor) return new Started(executeStaged(c), COMPLETED); // host memory: synchronous
+    Pointer s = stream;
+    if (c.in() instanceof HostTensor) return new Started(executeStaged(c, s), COMPLETED); // host memory: synchronous
     boolean v = c.kind() == Collective.ALL_TO_ALL_V;
     if (v) finishPreviousAllToAllV();
-    Protocol p = launch(c);
+    Protocol p = launch(c, s);
     Pointer ev = new Pointer((Pointer) null);
     Native.check(SparkCommsNative.sc_event_create(ev), "sc_event_create");
-    Native.check(SparkCommsNative.sc_event_record(ev, stream), "sc_event_record");
+    Native.check(SparkCommsNative.sc_event_record(ev, s), "sc_event_record");
     String name = c.kind().apiName();
     EventWork w = new EventWork(ev, name, options.timeout().multipliedBy(2), done -> completed(done, name, v));
     if (v) lastAllToAllV = w;
@@ -146,13 +151,14 @@ public final class GpuCommunicator extends AbstractCommunicator {
   }
 
   /** A host-tensor call: staged through pinned memory, synchronous. */
-  private Protocol executeStaged(PlannedCall c) {
+  private Protocol executeStaged(PlannedCall c, Pointer s) {
     if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
     Protocol[] ran = new Protocol[1];
     refuseIfBroken(c);
-    staging.run(c, stream, new HostStaging.Device() {
-      @Override public void launch(PlannedCall onDevice) { ran[0] = GpuCommunicator.this.launch(onDevice); }
-      @Override public void finish(PlannedCall call) { GpuCommunicator.this.finish(call); }
+    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");  // the copies come before the launch
+    staging.run(c, s, new HostStaging.Device() {
+      @Override public void launch(PlannedCall onDevice) { ran[0] = GpuCommunicator.this.launch(onDevice, s); }
+      @Override public void finish(PlannedCall call) { GpuCommunicator.this.finish(call, s); }
       @Override public RuntimeException allToAllVVerdict() { return GpuCommunicator.this.allToAllVVerdict(); }
     });
     return ran[0];
@@ -172,11 +178,11 @@ public final class GpuCommunicator extends AbstractCommunicator {
    * the protocol. A launch that fails marks the communicator aborted: its peers may be inside the
    * collective already.
    */
-  private Protocol launch(PlannedCall c) {
+  private Protocol launch(PlannedCall c, Pointer s) {
     refuseIfBroken(c);
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
     Protocol p = launcher.plan(c);
-    int st = launcher.start(c, p, stream);
+    int st = launcher.start(c, p, s);
     try {
       check(st, c.kind().apiName() + "(" + p + ")");
     } catch (CommException e) {
@@ -187,8 +193,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
   }
 
   /** Waits for the stream; raises a device-side timeout or abort. */
-  private void finish(PlannedCall c) {
-    check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");
+  private void finish(PlannedCall c, Pointer s) {
+    check(SparkCommsNative.sc_stream_synchronize(s), "sc_stream_synchronize");
     check(SparkCommsNative.sc_comm_check(comm), c.kind().apiName());
   }
 
@@ -240,7 +246,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     ensureOpen();
     PlannedCall c = planner().plan(Collective.ALL_REDUCE, in, out, op, 0, algo);
     if (c.problem() != null) throw new IllegalArgumentException(c.problem());
-    Protocol p = launch(c);
+    Protocol p = launch(c, stream);
     stats().record(p, c.messageBytes(), 0);
     return p;
   }
