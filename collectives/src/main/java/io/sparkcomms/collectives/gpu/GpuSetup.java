@@ -43,6 +43,8 @@ final class GpuSetup {
   private static final int MAGIC = 0x53434731;  // "SCG1"
   /** Longest setup error text a peer may send. */
   private static final int MAX_ERROR = 16 << 10;
+  /** Largest export blob or vendor id the native side may ask for (the blob holds a few IPC handles). */
+  private static final int MAX_NATIVE_BLOB = 1 << 20;
 
   private GpuSetup() {}
 
@@ -51,8 +53,12 @@ final class GpuSetup {
     GpuLibrary.require();
     int n = rv.size(), r = rv.rank();
     Duration t = o.timeout();
-    int blobLen = (int) SparkCommsNative.sc_comm_export_size();
+    long exportSize = SparkCommsNative.sc_comm_export_size();
     int idLen = SparkCommsNative.sc_vendor_unique_id_size();
+    // sizes from the native side, used to size buffers: checked against what any build can need
+    if (exportSize < 1 || exportSize > MAX_NATIVE_BLOB) throw new CommException("sc_comm_export_size answered " + exportSize + " bytes");
+    if (idLen < 0 || idLen > MAX_NATIVE_BLOB) throw new CommException("sc_vendor_unique_id_size answered " + idLen + " bytes");
+    int blobLen = (int) exportSize;
     boolean vendorWanted = o.vendor() && n > 1;
     boolean vendorReady = vendorWanted && SparkCommsNative.sc_vendor_available() == 1;
     sc_comm comm = null;
@@ -203,7 +209,7 @@ final class GpuSetup {
         byte[] blob = bytes(b, blobLen, "export blob");
         byte[] proc = bytes(b, 64, "process");
         int vr = b.get();
-        byte[] id = bytes(b, Math.max(idLen, 0), "vendor id");
+        byte[] id = bytes(b, idLen, "vendor id");
         if (b.hasRemaining()) throw new IllegalArgumentException(b.remaining() + " trailing bytes");
         String error = e.length == 0 ? null : new String(e, StandardCharsets.UTF_8);
         if (error == null && blob.length != blobLen) throw new IllegalArgumentException("export blob of " + blob.length + " bytes, expected " + blobLen);
