@@ -1,6 +1,8 @@
 package io.sparkcomms.collectives;
 
-import io.sparkcomms.collectives.algo.AlgorithmSelector;
+import io.sparkcomms.collectives.plan.BackendOffer;
+import io.sparkcomms.collectives.plan.CallPlanner;
+import io.sparkcomms.collectives.plan.PlannedCall;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -11,23 +13,28 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The backend-independent half of a communicator: argument checks, algorithm selection, ordering of
- * sync and async calls, statistics. A backend implements {@link #execute(CollectiveCall, String)}.
+ * The backend-independent half of a communicator: planning ({@link CallPlanner}: argument checks,
+ * request normalization, count and bytes), ordering of sync and async calls, statistics, closing.
+ * Each collective calls down into the backend exactly once: {@link #execute} (or {@link #enqueue} for
+ * a backend whose calls are stream-ordered), which returns the {@link Protocol} that ran; that is what
+ * the statistics record.
  */
 public abstract class AbstractCommunicator implements Communicator {
   protected final int rank;
   protected final int size;
   protected final CommOptions options;
+  private final CallPlanner planner;
   private final CommStats stats = new CommStats();
   private final Object callLock = new Object();
   private volatile boolean closed;
   private ExecutorService asyncExecutor;          // created on first async call
   private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
 
-  protected AbstractCommunicator(int rank, int size, CommOptions options) {
+  protected AbstractCommunicator(int rank, int size, CommOptions options, BackendOffer offer) {
     this.rank = rank;
     this.size = size;
     this.options = Objects.requireNonNull(options, "options");
+    this.planner = new CallPlanner(size, options, Objects.requireNonNull(offer, "offer"));
   }
 
   @Override public int rank() { return rank; }
@@ -35,32 +42,29 @@ public abstract class AbstractCommunicator implements Communicator {
   @Override public CommOptions options() { return options; }
   @Override public CommStats stats() { return stats; }
 
-  /** Whether {@link Algorithm#VENDOR} can run on this communicator. */
-  protected boolean vendorAvailable() { return false; }
-
-  /** Whether this is a GPU backend (selects the GPU threshold defaults). */
-  protected boolean isGpu() { return false; }
-
-  /** Whether this backend has the FP8 (LP) algorithms; without them LP requests fall through. */
-  protected boolean lowPrecisionAvailable() { return true; }
+  /** The planning step of this communicator (for backend-specific entry points). */
+  protected final CallPlanner planner() { return planner; }
 
   /**
-   * Backends whose calls are naturally asynchronous (GPU streams) return true and implement
-   * {@link #enqueue}: async calls then need no helper thread.
+   * Runs one call to completion and returns the protocol that ran. When {@code call.problem()} is
+   * non-null this rank's arguments are invalid: the backend makes every rank fail the call where it
+   * can (e.g. by telling peers before raising), then raises {@link IllegalArgumentException} with
+   * that text.
    */
-  protected boolean enqueues() { return false; }
+  protected abstract Protocol execute(PlannedCall call);
 
-  /** Starts the call and returns its Work without waiting (only when {@link #enqueues()}). */
-  protected Work enqueue(CollectiveCall call, String localProblem) {
-    throw new UnsupportedOperationException("enqueue");
+  /** A call started by {@link #enqueue}: the protocol it runs and its Work. */
+  protected record Started(Protocol protocol, Work work) {
+    public Started {}  // constructible by backends in other packages
   }
 
   /**
-   * Runs one collective. {@code localProblem} is non-null when this rank's arguments are invalid: the
-   * backend should make every rank fail the call (e.g. by telling peers before raising), then raise
-   * {@link IllegalArgumentException} here with that text.
+   * Starts the call and returns without waiting (only for a backend whose {@link BackendOffer#enqueues()}
+   * is true); same contract as {@link #execute} otherwise.
    */
-  protected abstract void execute(CollectiveCall call, String localProblem);
+  protected Started enqueue(PlannedCall call) {
+    throw new UnsupportedOperationException("enqueue");
+  }
 
   // ---------------------------------------------------------------- public API
 
@@ -89,139 +93,45 @@ public abstract class AbstractCommunicator implements Communicator {
   @Override public void barrier() { run(plan(Collective.BARRIER, null, null, null, 0)); }
   @Override public Work barrierAsync() { return submit(plan(Collective.BARRIER, null, null, null, 0)); }
 
-  // ---------------------------------------------------------------- planning
+  private PlannedCall plan(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
+    ensureOpen();
+    return planner.plan(kind, in, out, op, root);
+  }
 
-  /** A call plus the local problem with its arguments, if any. */
-  private record Planned(CollectiveCall call, String problem) {}
+  private PlannedCall planV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
+    ensureOpen();
+    return planner.planAllToAllV(in, out, sp, offsetsForm);
+  }
 
-  private Planned plan(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
+  /** Raises {@link IllegalStateException} once the communicator is closed. */
+  protected final void ensureOpen() {
     if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
-    String problem = check(kind, in, out, op, root);
-    DataType dtype = in != null ? in.dtype() : out != null ? out.dtype() : DataType.FLOAT32;
-    long count = 0;
-    long bytes = 0;
-    Algorithm algo = Algorithm.FLAT;
-    if (problem == null && kind != Collective.BARRIER) {
-      count = switch (kind) {
-        case ALL_REDUCE, BROADCAST, ALL_GATHER -> in.count();
-        case REDUCE_SCATTER -> out.count();
-        case ALL_TO_ALL -> in.count() / size;
-        default -> 0;
-      };
-      bytes = Math.max(in.bytes(), out.bytes());
-      try {
-        algo = AlgorithmSelector.choose(kind, bytes, size, dtype, op, options,
-            new AlgorithmSelector.Backend(isGpu(), vendorAvailable(), lowPrecisionAvailable()));
-      } catch (IllegalArgumentException e) {
-        problem = e.getMessage();
-      }
-    }
-    return new Planned(new CollectiveCall(kind, in, out, op, root, dtype, count, algo, bytes), problem);
   }
-
-  /**
-   * Plans an allToAllV. Only the shapes are checked here: the count and offset values may live on the
-   * device, so the backend checks them (on every rank, before any data moves).
-   */
-  private Planned planV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
-    if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
-    String problem = checkV(in, out, sp, offsetsForm);
-    DataType dtype = in != null ? in.dtype() : out != null ? out.dtype() : DataType.FLOAT32;
-    long bytes = problem == null ? Math.max(in.bytes(), out.bytes()) : 0;
-    return new Planned(new CollectiveCall(Collective.ALL_TO_ALL_V, in, out, null, 0, dtype, 0, Algorithm.FLAT, bytes, sp), problem);
-  }
-
-  private String checkV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
-    String name = "allToAllV";
-    // The offsets select the slot layout: in the six-argument form both must be given (a null would
-    // silently mean "packed"); reported like any invalid argument, so every rank raises.
-    if (offsetsForm && (sp.sendOffsets() == null || sp.recvOffsets() == null)) {
-      return name + ": " + (sp.sendOffsets() == null ? "sendOffsets" : "recvOffsets")
-          + " is null (use the four-argument form for the packed layout)";
-    }
-    if (in == null || out == null) return name + ": " + (in == null ? "input" : "output") + " tensor is null";
-    if (in.dtype() != out.dtype()) return name + ": input dtype " + in.dtype() + " differs from output dtype " + out.dtype();
-    String[] names = {"sendCounts", "sendOffsets", "recvCounts", "recvOffsets"};
-    Tensor[] t = {sp.sendCounts(), sp.sendOffsets(), sp.recvCounts(), sp.recvOffsets()};
-    for (int i = 0; i < t.length; i++) {
-      if (t[i] == null) {
-        if (i == 1 || i == 3) continue;  // packed layout
-        return name + ": " + names[i] + " is null";
-      }
-      if (t[i].dtype() != DataType.INT64) return name + ": " + names[i] + " must be INT64, got " + t[i].dtype();
-      if (t[i].count() != size) return name + ": " + names[i] + " has " + t[i].count() + " elements, needs one per rank (" + size + ")";
-      if (t[i].isDevice() != in.isDevice()) {
-        return name + ": " + names[i] + " must be in the same memory as the data (" + (in.isDevice() ? "device" : "host") + ")";
-      }
-    }
-    if (out instanceof HostTensor h && !h.isWritable()) return name + ": the output buffer is read-only";
-    if (sp.recvCounts() instanceof HostTensor h && !h.isWritable()) return name + ": recvCounts is read-only";
-    String p = checkTensors(Collective.ALL_TO_ALL_V, in, out);
-    if (p == null) p = checkTensors(Collective.ALL_TO_ALL_V, sp.sendCounts(), sp.recvCounts());
-    if (p == null && sp.hasOffsets()) p = checkTensors(Collective.ALL_TO_ALL_V, sp.sendOffsets(), sp.recvOffsets());
-    return p;
-  }
-
-  /** Local argument checks; returns a message or null. */
-  private String check(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
-    if (kind == Collective.BARRIER) return null;
-    String name = kind.apiName();
-    if (in == null || out == null) return name + ": " + (in == null ? "input" : "output") + " tensor is null";
-    if (in.dtype() != out.dtype()) return name + ": input dtype " + in.dtype() + " differs from output dtype " + out.dtype();
-    if (kind == Collective.ALL_REDUCE || kind == Collective.REDUCE_SCATTER) {
-      if (op == null) return name + ": reduce op is null";
-      if (!op.supports(in.dtype())) return name + ": " + op + " is not defined for " + in.dtype();
-    }
-    long n = size;
-    switch (kind) {
-      case ALL_REDUCE:
-      case BROADCAST:
-        if (out.count() < in.count()) return name + ": output holds " + out.count() + " elements, input has " + in.count();
-        if (kind == Collective.BROADCAST && (root < 0 || root >= size)) return name + ": root " + root + " outside 0.." + (size - 1);
-        break;
-      case ALL_GATHER:
-        if (out.count() < n * in.count()) return name + ": output holds " + out.count() + " elements, needs size*input = " + n * in.count();
-        break;
-      case REDUCE_SCATTER:
-        if (in.count() < n * out.count()) return name + ": input holds " + in.count() + " elements, needs size*output = " + n * out.count();
-        break;
-      case ALL_TO_ALL:
-        if (in.count() % n != 0) return name + ": input count " + in.count() + " is not a multiple of size " + n;
-        if (out.count() < in.count()) return name + ": output holds " + out.count() + " elements, input has " + in.count();
-        break;
-      default:
-        break;
-    }
-    if (out instanceof HostTensor h && !h.isWritable()) return name + ": the output buffer is read-only";
-    return checkTensors(kind, in, out);
-  }
-
-  /** Backend-specific tensor checks (host vs device memory); returns a message or null. */
-  protected String checkTensors(Collective kind, Tensor in, Tensor out) { return null; }
 
   // ---------------------------------------------------------------- execution and ordering
 
-  private void run(Planned p) {
+  private void run(PlannedCall p) {
     synchronized (callLock) {
       drainAsync();
       timed(p);
     }
   }
 
-  private void timed(Planned p) {
-    if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
+  private void timed(PlannedCall p) {
+    ensureOpen();
     long t0 = System.nanoTime();
-    execute(p.call(), p.problem());
-    stats.record(p.call().algorithm(), p.call().messageBytes(), System.nanoTime() - t0);
+    Protocol ran = execute(p);
+    stats.record(ran, p.messageBytes(), System.nanoTime() - t0);
   }
 
-  private Work submit(Planned p) {
+  private Work submit(PlannedCall p) {
     synchronized (callLock) {
-      if (enqueues()) {
-        if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
+      if (planner.offer().enqueues()) {
+        ensureOpen();
         drainAsync();
-        stats.record(p.call().algorithm(), p.call().messageBytes(), 0);
-        return enqueue(p.call(), p.problem());
+        Started s = enqueue(p);
+        stats.record(s.protocol(), p.messageBytes(), 0);  // enqueued: its time is the device's
+        return s.work();
       }
       if (asyncExecutor == null) {
         asyncExecutor = Executors.newSingleThreadExecutor(r -> {

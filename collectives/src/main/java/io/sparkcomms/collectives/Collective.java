@@ -22,4 +22,9 @@ public enum Collective {
   public boolean hasLowPrecision() {
     return this == ALL_REDUCE || this == ALL_GATHER || this == REDUCE_SCATTER || this == ALL_TO_ALL;
   }
+
+  /** Whether the vendor library (NCCL / RCCL) has this collective (it has no allToAll, allToAllV or barrier here). */
+  public boolean hasVendorVariant() {
+    return this == ALL_REDUCE || this == ALL_GATHER || this == REDUCE_SCATTER || this == BROADCAST;
+  }
 }

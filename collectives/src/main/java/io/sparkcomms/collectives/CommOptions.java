@@ -18,24 +18,13 @@ public final class CommOptions {
   /** Which backend a communicator runs on. */
   public enum Backend { AUTO, HOST, GPU }
 
-  /** Threshold value meaning "the measured default of the backend and rank count" ({@link io.sparkcomms.collectives.algo.Thresholds}). */
+  /**
+   * The value of a setting left unset: the backend's own default applies. The host backend's defaults
+   * are {@link io.sparkcomms.collectives.algo.Thresholds}; the GPU backend passes only settings that
+   * are set to the native library, whose parameter table (per rank count) or environment supplies the
+   * rest.
+   */
   public static final long BACKEND_DEFAULT = -1;
-  public static final long DEFAULT_LP_MIN_BYTES = 16L << 20;
-  public static final int DEFAULT_LP_BLOCK_SIZE = 128;
-  /**
-   * Default of {@link #lpOneShotMaxRanks()}: the LP allReduce is one-shot (one quantization per
-   * element) up to this many ranks, two-shot (the reduced slice requantized) above. At 2 ranks the
-   * one-shot reads the same bytes as the two-shot.
-   */
-  public static final int LP_ONESHOT_MAX_RANKS = 2;
-  /** Host backend's staging buffer per rank (shared memory). */
-  public static final long DEFAULT_STAGING_BYTES = 16L << 20;
-  /**
-   * GPU backend's staging buffer per rank (device memory): large messages run in chunks of half of
-   * it, one kernel launch each, and on 2x H200 a synchronous tree allReduce of 32–128 MB paid ~12 us
-   * per 8 MiB chunk with 16 MiB (bench/RESULTS.md), so the GPU default is larger.
-   */
-  public static final long DEFAULT_GPU_STAGING_BYTES = 64L << 20;
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
 
   private final Backend backend;
@@ -98,43 +87,31 @@ public final class CommOptions {
   public Algorithm algorithm() { return algorithm; }
   /** Largest allReduce (bytes) on the flat one-shot under AUTO, or {@link #BACKEND_DEFAULT}. */
   public long flatMaxBytes() { return flatMaxBytes; }
-  /** Largest allReduce (bytes) on the tree two-shot under AUTO (above: the vendor library where there is one), or {@link #BACKEND_DEFAULT}. */
+  /**
+   * Largest allReduce (bytes) on the tree two-shot under AUTO (above: the vendor library where there
+   * is one), or {@link #BACKEND_DEFAULT}.
+   */
   public long treeMaxBytes() { return treeMaxBytes; }
-
-  /** The flat limit in effect: the option, else the measured default for the backend and rank count. */
-  public long flatMaxBytes(boolean gpu, int ranks) {
-    return flatMaxBytes != BACKEND_DEFAULT ? flatMaxBytes : io.sparkcomms.collectives.algo.Thresholds.flatMaxBytes(gpu, ranks);
-  }
-
-  /** The tree limit in effect (never below the flat limit in effect). */
-  public long treeMaxBytes(boolean gpu, int ranks) {
-    long t = treeMaxBytes != BACKEND_DEFAULT ? treeMaxBytes : io.sparkcomms.collectives.algo.Thresholds.treeMaxBytes(gpu, ranks);
-    return Math.max(t, flatMaxBytes(gpu, ranks));
-  }
   /** Bound of every wait for a peer. */
   public Duration timeout() { return timeout; }
-  /** Smallest message (bytes) that uses FP8 when low precision is enabled. */
+  /** Smallest message (bytes) that uses FP8 under AUTO when low precision is enabled, or {@link #BACKEND_DEFAULT}. */
   public long lpMinBytes() { return lpMinBytes; }
-  /** FP8 format on the wire; null means: chosen from the device (E4M3FNUZ on gfx942, else E4M3FN). */
+  /** FP8 format on the wire; null means: the backend's choice (on the GPU from the device: E4M3FNUZ on gfx942, else E4M3FN). */
   public Fp8Format fp8Format() { return fp8Format; }
-  /** Elements per FP8 scale. */
+  /** Elements per FP8 scale, or {@link #BACKEND_DEFAULT}. */
   public int lpBlockSize() { return lpBlockSize; }
   /**
    * Largest rank count whose LP allReduce is one-shot (every rank quantizes its input once, sums
    * every rank's dequantized input in rank order); above it, two-shot (the reduced slice is
-   * requantized, so two quantizations). Default {@link #LP_ONESHOT_MAX_RANKS}. Both backends (the GPU
-   * one passes it to the native option {@code lp_oneshot_max_ranks}).
+   * requantized, so two quantizations). {@link #BACKEND_DEFAULT} when unset. Both backends (the GPU
+   * one passes a set value to the native option {@code lp_oneshot_max_ranks}).
    */
   public int lpOneShotMaxRanks() { return lpOneShotMaxRanks; }
   /**
-   * Per-rank staging buffer size in bytes of the host backend (larger messages are processed in
-   * chunks): the value set, else {@link #DEFAULT_STAGING_BYTES}.
+   * Per-rank staging buffer size in bytes (larger messages are processed in chunks), or
+   * {@link #BACKEND_DEFAULT}.
    */
-  public long stagingBytes() { return stagingBytes(false); }
-  /** The staging size for the host or GPU backend: the value set, else that backend's default. */
-  public long stagingBytes(boolean gpu) {
-    return stagingBytes != BACKEND_DEFAULT ? stagingBytes : gpu ? DEFAULT_GPU_STAGING_BYTES : DEFAULT_STAGING_BYTES;
-  }
+  public long stagingBytes() { return stagingBytes; }
   /** Whether the GPU backend may load NCCL/RCCL (for VENDOR and above the DDA range). */
   public boolean vendor() { return vendor; }
   /** The global low-precision switch. */
@@ -147,9 +124,6 @@ public final class CommOptions {
     return own != null ? own : lowPrecision;
   }
 
-  /** The FP8 format to use where the device does not decide: the configured one or E4M3FN. */
-  public Fp8Format fp8FormatOrDefault() { return fp8Format != null ? fp8Format : Fp8Format.E4M3FN; }
-
   /**
    * The settings every rank of one communicator must share, as {@code name=value} pairs in a fixed
    * order: they decide which algorithm a call takes and how staging is laid out, so ranks that differ
@@ -158,24 +132,28 @@ public final class CommOptions {
   public java.util.List<String> agreedSettings() {
     java.util.List<String> l = new java.util.ArrayList<>();
     l.add("algorithm=" + algorithm);
-    l.add("flatMaxBytes=" + flatMaxBytes);
-    l.add("treeMaxBytes=" + treeMaxBytes);
+    l.add("flatMaxBytes=" + text(flatMaxBytes));
+    l.add("treeMaxBytes=" + text(treeMaxBytes));
     l.add("lowPrecision=" + lowPrecision);
     l.add("lowPrecisionPerCollective=" + new java.util.TreeMap<>(lowPrecisionPerCollective));
-    l.add("lpMinBytes=" + lpMinBytes);
-    l.add("fp8Format=" + fp8Format);
-    l.add("lpBlockSize=" + lpBlockSize);
-    l.add("lpOneShotMaxRanks=" + lpOneShotMaxRanks);
-    l.add("stagingBytes=" + stagingBytes);
+    l.add("lpMinBytes=" + text(lpMinBytes));
+    l.add("fp8Format=" + (fp8Format == null ? "default" : fp8Format));
+    l.add("lpBlockSize=" + text(lpBlockSize));
+    l.add("lpOneShotMaxRanks=" + text(lpOneShotMaxRanks));
+    l.add("stagingBytes=" + text(stagingBytes));
     l.add("vendor=" + vendor);
     return l;
   }
 
+  /** A knob's value for messages: "default" when unset. */
+  private static String text(long v) { return v == BACKEND_DEFAULT ? "default" : Long.toString(v); }
+
   @Override public String toString() {
-    return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + flatMaxBytes
-        + ", treeMaxBytes=" + treeMaxBytes + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
-        + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + lpMinBytes
-        + ", fp8Format=" + fp8Format + ", lpBlockSize=" + lpBlockSize + ", lpOneShotMaxRanks=" + lpOneShotMaxRanks + ", stagingBytes=" + (stagingBytes == BACKEND_DEFAULT ? "default" : stagingBytes) + ", vendor=" + vendor + "}";
+    return "CommOptions{backend=" + backend + ", algorithm=" + algorithm + ", flatMaxBytes=" + text(flatMaxBytes)
+        + ", treeMaxBytes=" + text(treeMaxBytes) + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
+        + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + text(lpMinBytes)
+        + ", fp8Format=" + (fp8Format == null ? "default" : fp8Format) + ", lpBlockSize=" + text(lpBlockSize)
+        + ", lpOneShotMaxRanks=" + text(lpOneShotMaxRanks) + ", stagingBytes=" + text(stagingBytes) + ", vendor=" + vendor + "}";
   }
 
   /** Builder; every setter validates its argument. */
@@ -187,10 +165,10 @@ public final class CommOptions {
     private Duration timeout = DEFAULT_TIMEOUT;
     private boolean lowPrecision;
     private final Map<Collective, Boolean> lowPrecisionPerCollective = new EnumMap<>(Collective.class);
-    private long lpMinBytes = DEFAULT_LP_MIN_BYTES;
+    private long lpMinBytes = BACKEND_DEFAULT;
     private Fp8Format fp8Format;
-    private int lpBlockSize = DEFAULT_LP_BLOCK_SIZE;
-    private int lpOneShotMaxRanks = LP_ONESHOT_MAX_RANKS;
+    private int lpBlockSize = (int) BACKEND_DEFAULT;
+    private int lpOneShotMaxRanks = (int) BACKEND_DEFAULT;
     private long stagingBytes = BACKEND_DEFAULT;
     private boolean vendor = true;
 

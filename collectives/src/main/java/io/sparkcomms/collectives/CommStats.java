@@ -4,22 +4,25 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLongArray;
 
-/** Counts, bytes and busy time of a communicator's calls per algorithm. Thread-safe. */
+/**
+ * Counts, bytes and busy time of a communicator's calls per {@link Protocol}: what each call ran, as
+ * the backend reported it. Thread-safe.
+ */
 public final class CommStats {
-  private static final int N = Algorithm.values().length;
+  private static final int N = Protocol.values().length;
   private final AtomicLongArray calls = new AtomicLongArray(N);
   private final AtomicLongArray bytes = new AtomicLongArray(N);
   private final AtomicLongArray nanos = new AtomicLongArray(N);
 
-  public void record(Algorithm a, long messageBytes, long elapsedNanos) {
-    calls.incrementAndGet(a.ordinal());
-    bytes.addAndGet(a.ordinal(), messageBytes);
-    nanos.addAndGet(a.ordinal(), elapsedNanos);
+  public void record(Protocol p, long messageBytes, long elapsedNanos) {
+    calls.incrementAndGet(p.ordinal());
+    bytes.addAndGet(p.ordinal(), messageBytes);
+    nanos.addAndGet(p.ordinal(), elapsedNanos);
   }
 
-  public long calls(Algorithm a) { return calls.get(a.ordinal()); }
-  public long bytes(Algorithm a) { return bytes.get(a.ordinal()); }
-  public long nanos(Algorithm a) { return nanos.get(a.ordinal()); }
+  public long calls(Protocol p) { return calls.get(p.ordinal()); }
+  public long bytes(Protocol p) { return bytes.get(p.ordinal()); }
+  public long nanos(Protocol p) { return nanos.get(p.ordinal()); }
 
   public long totalCalls() {
     long s = 0;
@@ -27,12 +30,12 @@ public final class CommStats {
     return s;
   }
 
-  /** Calls per algorithm that was used at least once. */
-  public Map<Algorithm, Long> callsByAlgorithm() {
-    Map<Algorithm, Long> m = new EnumMap<>(Algorithm.class);
-    for (Algorithm a : Algorithm.values()) if (calls(a) > 0) m.put(a, calls(a));
+  /** Calls per protocol that ran at least once. */
+  public Map<Protocol, Long> callsByProtocol() {
+    Map<Protocol, Long> m = new EnumMap<>(Protocol.class);
+    for (Protocol p : Protocol.values()) if (calls(p) > 0) m.put(p, calls(p));
     return m;
   }
 
-  @Override public String toString() { return "CommStats" + callsByAlgorithm(); }
+  @Override public String toString() { return "CommStats" + callsByProtocol(); }
 }

@@ -103,7 +103,7 @@ public interface Communicator extends AutoCloseable {
 
   boolean isAborted();
 
-  /** Statistics of the calls made so far (counts, bytes and time per algorithm). */
+  /** Statistics of the calls made so far (counts, bytes and time per {@link Protocol} that ran). */
   CommStats stats();
 
   /** Releases the communicator's memory; later calls raise {@link IllegalStateException}. Idempotent. */

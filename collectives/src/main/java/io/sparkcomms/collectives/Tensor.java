@@ -1,9 +1,10 @@
 package io.sparkcomms.collectives;
 
 /**
- * A flat run of elements that a collective reads or writes. Host tensors ({@link HostTensor}) view Java
- * arrays or direct buffers and never own memory; device tensors (GPU backend) may own device memory and
- * say so in their type.
+ * A flat run of elements that a collective reads or writes. Tensors are views and never own memory:
+ * host tensors ({@link HostTensor}) view Java arrays or direct buffers, device tensors
+ * ({@code gpu.DeviceTensor}) view device memory that a {@code gpu.DeviceBuffer} (or another GPU
+ * library) owns.
  */
 public interface Tensor {
   DataType dtype();

@@ -1,5 +1,6 @@
 package io.sparkcomms.collectives;
 
+import io.sparkcomms.collectives.plan.AllToAllVPlan;
 import java.util.Arrays;
 import java.util.Random;
 
@@ -8,13 +9,10 @@ import java.util.Random;
  * GPU tests. Indices: {@code sendCounts[i][j]} is what rank i sends to rank j; {@code sendOffsets[i]}
  * and {@code recvOffsets[j]} are rank i's / rank j's offset tensors (both null for the packed layout).
  *
- * <p>Checks, and which violation is reported first (every rank must report the same one): receivers
- * j = 0..n-1 in order; for receiver j first its recvOffsets (slot layout only; i = 0..n-1: outside
- * [0, out.count] of rank j, then below recvOffsets[i-1]), then senders i = 0..n-1, each block (i to j)
- * checked for, in order: a negative count; lying outside rank i's input (packed: it starts at the
- * prefix sum of rank i's counts before j); not fitting rank j's output (packed: it starts at the
- * prefix sum of the counts received from ranks before i) or its slot (slot layout). The messages are
- * those of the host backend, which prefixes them with "allToAllV #call: ".
+ * <p>Which violation is reported first, and its text, is {@link AllToAllVPlan}'s verdict (receivers in
+ * order, each receiver's slots, then each sender's block: negative, outside the sender's input, too
+ * large for the receiver's room); both backends raise it as "allToAllV[ #call] (no output written,
+ * recvCounts were): " + the text. Where each element lands is computed here independently.
  */
 public final class AllToAllVReference {
   private AllToAllVReference() {}
@@ -61,7 +59,6 @@ public final class AllToAllVReference {
    */
   public static Result expected(int n, long[] inCounts, long[] outCounts, long[][] sendCounts,
                                 long[][] sendOffsets, long[][] recvOffsets) {
-    checkShapes(n, inCounts, outCounts, sendCounts, sendOffsets, recvOffsets);
     String err = violation(n, inCounts, outCounts, sendCounts, sendOffsets, recvOffsets);
     RankResult[] rs = new RankResult[n];
     for (int j = 0; j < n; j++) {
@@ -91,69 +88,21 @@ public final class AllToAllVReference {
     return new Result(err, rs);
   }
 
-  /** The first violation (see the class comment), or null when the call is valid. */
+  /**
+   * The first violation as text (what every rank's exception ends with), or null when the call is
+   * valid: the verdict of {@link AllToAllVPlan}, the one definition both backends use, whose scan
+   * order and texts {@code AllToAllVReferenceTest} pins down by hand.
+   */
   public static String violation(int n, long[] inCounts, long[] outCounts, long[][] sendCounts,
                                  long[][] sendOffsets, long[][] recvOffsets) {
-    checkShapes(n, inCounts, outCounts, sendCounts, sendOffsets, recvOffsets);
-    boolean slots = recvOffsets != null;
-    for (int j = 0; j < n; j++) {
-      if (slots) {
-        for (int i = 0; i < n; i++) {
-          long v = recvOffsets[j][i];
-          if (v < 0 || v > outCounts[j]) {
-            return "receiver rank " + j + ": recvOffsets[" + i + "] = " + v + " lies outside its output of " + outCounts[j] + " elements";
-          }
-          if (i > 0 && v < recvOffsets[j][i - 1]) {
-            return "receiver rank " + j + ": recvOffsets[" + i + "] = " + v + " is below recvOffsets[" + (i - 1) + "] = "
-                + recvOffsets[j][i - 1] + " (receive offsets must be non-decreasing)";
-          }
-        }
-      }
-      for (int i = 0; i < n; i++) {
-        long k = sendCounts[i][j];
-        if (k < 0) return "sender rank " + i + " sends a negative count " + k + " to receiver rank " + j;
-        // the earlier blocks of rank i (receivers < j) passed, so the prefix is a valid sum
-        long o = sendOffsets != null ? sendOffsets[i][j] : prefix(sendCounts[i], j);
-        if (o < 0 || o > inCounts[i] || k > inCounts[i] - o) {
-          return "sender rank " + i + ": its block of " + k + " elements for receiver rank " + j + " at input offset " + o
-              + " runs outside its input of " + inCounts[i] + " elements";
-        }
-        if (slots) {
-          long at = recvOffsets[j][i];
-          long end = i + 1 < n ? recvOffsets[j][i + 1] : outCounts[j];
-          if (k > end - at) {
-            return "receiver rank " + j + " cannot hold the " + k + " elements from sender rank " + i
-                + ": its slot for rank " + i + " at output offset " + at + " holds " + (end - at) + " elements";
-          }
-        } else {
-          long at = 0;
-          for (int q = 0; q < i; q++) at += sendCounts[q][j];
-          if (k > outCounts[j] - at) {
-            return "receiver rank " + j + " cannot hold the " + k + " elements from sender rank " + i
-                + " at output offset " + at + ": its output holds " + outCounts[j] + " elements";
-          }
-        }
-      }
-    }
-    return null;
+    AllToAllVPlan.Verdict v = AllToAllVPlan.of(n, inCounts, outCounts, sendCounts, sendOffsets, recvOffsets).verdict();
+    return v == null ? null : v.message();
   }
 
   private static long prefix(long[] row, int j) {
     long s = 0;
     for (int q = 0; q < j; q++) s += row[q];
     return s;
-  }
-
-  private static void checkShapes(int n, long[] inCounts, long[] outCounts, long[][] sendCounts,
-                                  long[][] sendOffsets, long[][] recvOffsets) {
-    if ((sendOffsets == null) != (recvOffsets == null)) throw new IllegalArgumentException("give both offset matrices or neither");
-    if (inCounts.length != n || outCounts.length != n || sendCounts.length != n) throw new IllegalArgumentException("need n rows");
-    for (int i = 0; i < n; i++) {
-      if (sendCounts[i].length != n) throw new IllegalArgumentException("sendCounts row " + i + " needs n entries");
-      if (sendOffsets != null && (sendOffsets.length != n || sendOffsets[i].length != n || recvOffsets.length != n || recvOffsets[i].length != n)) {
-        throw new IllegalArgumentException("offset matrices must be n x n");
-      }
-    }
   }
 
   // ------------------------------------------------------------------ layouts

@@ -41,8 +41,8 @@ class AllToAllVReferenceTest {
   void violationsAndTheirOrder() {
     long[][] c = {{1, 2}, {3, 0}};
     long[] in = {3, 3};
-    // rank 0 holds 3 but would receive 4: reported at sender 1
-    assertEquals("receiver rank 0 cannot hold the 3 elements from sender rank 1 at output offset 1: its output holds 3 elements",
+    // rank 0 holds 3 but would receive 4: reported at sender 1, whose block finds 2 elements left
+    assertEquals("receiver rank 0 cannot hold the 3 elements from sender rank 1: its room for them is 2 elements",
         AllToAllVReference.violation(2, in, new long[] {3, 2}, c, null, null));
     // receivers first: a violation at receiver 0 wins over a negative count towards receiver 1
     long[][] neg = {{1, -2}, {3, 0}};
@@ -50,14 +50,24 @@ class AllToAllVReferenceTest {
     assertEquals("sender rank 0 sends a negative count -2 to receiver rank 1",
         AllToAllVReference.violation(2, in, new long[] {4, 2}, neg, null, null));
     // sender 1's input holds 2 but it sends 3
-    assertEquals("sender rank 1: its block of 3 elements for receiver rank 0 at input offset 0 runs outside its input of 2 elements",
+    assertEquals("sender rank 1: its block of 3 elements for receiver rank 0 runs past the end of its input: 2 elements from the block's offset to the end",
         AllToAllVReference.violation(2, new long[] {3, 2}, new long[] {4, 2}, c, null, null));
-    // slots: receiver 1's recvOffsets decrease
+    // slots: receiver 1's slot for rank 0 would run from 2 back to 0
     long[][] so = {{0, 1}, {0, 3}};
-    assertEquals("receiver rank 1: recvOffsets[1] = 0 is below recvOffsets[0] = 2 (receive offsets must be non-decreasing)",
+    assertEquals("receiver rank 1: its slot for sender rank 0 spans output offsets 2..0, reversed or outside its output"
+        + " (receive offsets must be non-decreasing and within the output)",
         AllToAllVReference.violation(2, new long[] {3, 3}, new long[] {4, 4}, c, so, new long[][] {{0, 1}, {2, 0}}));
-    assertEquals("receiver rank 0 cannot hold the 3 elements from sender rank 1: its slot for rank 1 at output offset 2 holds 2 elements",
+    assertEquals("receiver rank 0 cannot hold the 3 elements from sender rank 1: its room for them is 2 elements",
         AllToAllVReference.violation(2, new long[] {3, 3}, new long[] {4, 4}, c, so, new long[][] {{0, 2}, {0, 2}}));
+    // an offset past the output ends the slot before it outside the output: slot 0 spans 0..5 of 4
+    assertEquals("receiver rank 0: its slot for sender rank 0 spans output offsets 0..5, reversed or outside its output"
+        + " (receive offsets must be non-decreasing and within the output)",
+        AllToAllVReference.violation(2, new long[] {3, 3}, new long[] {4, 4}, c, so, new long[][] {{0, 5}, {0, 2}}));
+    // a negative send offset, and one past the input's end
+    assertEquals("sender rank 0: its block of 1 elements for receiver rank 0 starts at a negative input offset",
+        AllToAllVReference.violation(2, new long[] {3, 3}, new long[] {4, 4}, c, new long[][] {{-1, 1}, {0, 3}}, new long[][] {{0, 2}, {0, 2}}));
+    assertEquals("sender rank 0: its block of 1 elements for receiver rank 0 starts 4 elements past the end of its input",
+        AllToAllVReference.violation(2, new long[] {3, 3}, new long[] {4, 4}, c, new long[][] {{7, 1}, {0, 3}}, new long[][] {{0, 2}, {0, 2}}));
     // an error still gives recvCounts, and no output
     AllToAllVReference.Result r = AllToAllVReference.expected(2, in, new long[] {3, 2}, c, null, null);
     assertArrayEquals(new long[] {1, 3}, r.ranks[0].recvCounts);

@@ -1,6 +1,7 @@
 package io.sparkcomms.collectives;
 
-import io.sparkcomms.collectives.algo.AlgorithmSelector;
+import io.sparkcomms.collectives.algo.Thresholds;
+import io.sparkcomms.collectives.plan.CallPlanner;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -119,19 +120,19 @@ public final class CollectiveChecker {
   static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, boolean lp) { return reduceRef(xs, op, dt, lp, 0); }
 
   static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, boolean lp, double amax) {
-    return reduceRef(xs, op, dt, lp ? Algorithm.LP : Algorithm.FLAT, amax);
+    return reduceRef(xs, op, dt, lp ? Protocol.LP : Protocol.FLAT, amax);
   }
 
   /**
-   * Reference reduction and its error bound for the arithmetic of {@code algo}: ours accumulates in
+   * Reference reduction and its error bound for the arithmetic of protocol {@code algo}: ours accumulates in
    * FP32 and rounds once to the output dtype (LP adds two FP8 roundings); the vendor library (NCCL)
    * computes fp16 and bf16 in the dtype itself, so PREMUL_SUM / AVG round each premultiplied input and
    * every partial sum or product rounds too: up to 2n roundings, each at most half an ulp (relative
    * 2^-11 for fp16, 2^-8 for bf16, or half a subnormal step near zero).
    */
-  static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, Algorithm algo, double amax) {
-    double[] rb = reduceRefFp32(xs, op, dt, algo == Algorithm.LP, amax);
-    if (algo == Algorithm.VENDOR && (dt == DataType.FLOAT16 || dt == DataType.BFLOAT16) && rb[1] > 0) {
+  static double[] reduceRef(double[] xs, ReduceOp op, DataType dt, Protocol algo, double amax) {
+    double[] rb = reduceRefFp32(xs, op, dt, algo == Protocol.LP, amax);
+    if (algo == Protocol.VENDOR && (dt == DataType.FLOAT16 || dt == DataType.BFLOAT16) && rb[1] > 0) {
       double mag = 0;
       for (double x : xs) mag += Math.abs(op.kind() == ReduceOp.Kind.PREMUL_SUM ? op.factor() * x : x);
       if (op.kind() == ReduceOp.Kind.PRODUCT) mag = Math.abs(rb[0]);
@@ -196,30 +197,37 @@ public final class CollectiveChecker {
 
   // ------------------------------------------------------------------ one checked call per collective
 
-  private long[] callsByAlgorithm() {
-    Algorithm[] all = Algorithm.values();
+  private long[] callsByProtocol() {
+    Protocol[] all = Protocol.values();
     long[] c = new long[all.length];
     for (int i = 0; i < all.length; i++) c[i] = comm.stats().calls(all[i]);
     return c;
   }
 
-  /** The algorithm the communicator ran since {@code before} (from its statistics). */
-  private Algorithm usedSince(long[] before) {
-    for (Algorithm a : Algorithm.values()) if (comm.stats().calls(a) > before[a.ordinal()]) return a;
-    throw new AssertionError("no call was recorded");
+  /** The protocol the communicator ran since {@code before} (from its statistics: exactly one call). */
+  private Protocol usedSince(long[] before) {
+    Protocol used = null;
+    long calls = 0;
+    for (Protocol p : Protocol.values()) {
+      long d = comm.stats().calls(p) - before[p.ordinal()];
+      calls += d;
+      if (d > 0) used = p;
+    }
+    if (calls != 1) throw new AssertionError("expected one recorded call, got " + calls + ": " + comm.stats());
+    return used;
   }
 
-  /** allReduce (out-of-place unless {@code inPlace}); returns the algorithm the selector chose. */
-  public Algorithm allReduce(DataType dt, ReduceOp op, int count, boolean inPlace, Shape shape) {
+  /** allReduce (out-of-place unless {@code inPlace}); returns the protocol that ran. */
+  public Protocol allReduce(DataType dt, ReduceOp op, int count, boolean inPlace, Shape shape) {
     long call = callId++;
     int n = comm.size();
     HostTensor in = HostTensor.allocate(dt, count);
     fill(in, seed, call, comm.rank(), 0, count, op, shape, count);
     HostTensor out = inPlace ? in : HostTensor.allocate(dt, count);
     if (!inPlace) poison(out);
-    long[] before = callsByAlgorithm();
+    long[] before = callsByProtocol();
     comm.allReduce(in, out, op);
-    Algorithm algo = usedSince(before);
+    Protocol algo = usedSince(before);
     String what = "allReduce(" + dt + ", " + op + ", count=" + count + ", " + algo + (inPlace ? ", in-place" : "") + ", " + shape + ")";
     double[] xs = new double[n];
     for (int i = 0; i < count; i++) {
@@ -231,16 +239,16 @@ public final class CollectiveChecker {
     return algo;
   }
 
-  public Algorithm reduceScatter(DataType dt, ReduceOp op, int count, Shape shape) {
+  public Protocol reduceScatter(DataType dt, ReduceOp op, int count, Shape shape) {
     long call = callId++;
     int n = comm.size();
     HostTensor in = HostTensor.allocate(dt, count * n);
     fill(in, seed, call, comm.rank(), 0, (long) count * n, op, shape, (long) count * n);
     HostTensor out = HostTensor.allocate(dt, count);
     poison(out);
-    long[] before = callsByAlgorithm();
+    long[] before = callsByProtocol();
     comm.reduceScatter(in, out, op);
-    Algorithm algo = usedSince(before);
+    Protocol algo = usedSince(before);
     String what = "reduceScatter(" + dt + ", " + op + ", count=" + count + ", " + algo + ")";
     double[] xs = new double[n];
     for (int i = 0; i < count; i++) {
@@ -258,17 +266,17 @@ public final class CollectiveChecker {
     return lp ? 0x1p-4 * Math.abs(x) * 1.01 + epsOut(dt) * Math.abs(x) * 1.07 + SUBNORMAL_SLACK * amax : 0;
   }
 
-  public Algorithm allGather(DataType dt, int count, Shape shape) {
+  public Protocol allGather(DataType dt, int count, Shape shape) {
     long call = callId++;
     int n = comm.size();
     HostTensor in = HostTensor.allocate(dt, count);
     fill(in, seed, call, comm.rank(), 0, count, null, shape, count);
     HostTensor out = HostTensor.allocate(dt, count * n);
     poison(out);
-    long[] before = callsByAlgorithm();
+    long[] before = callsByProtocol();
     comm.allGather(in, out);
-    Algorithm algo = usedSince(before);
-    boolean lp = algo == Algorithm.LP;
+    Protocol algo = usedSince(before);
+    boolean lp = algo == Protocol.LP;
     String what = "allGather(" + dt + ", count=" + count + ", " + algo + ")";
     for (int p = 0; p < n; p++) {
       for (int i = 0; i < count; i++) {
@@ -280,19 +288,31 @@ public final class CollectiveChecker {
     return algo;
   }
 
-  private int bs() { return comm.options().lpBlockSize(); }
+  /**
+   * The FP8 block size of the communicator's LP calls: the one in effect in the native communicator
+   * on the GPU backend, else the option or the host default.
+   */
+  private int bs() {
+    if (blockSize == 0) {
+      blockSize = comm instanceof io.sparkcomms.collectives.gpu.GpuCommunicator g ? (int) g.option("lp_block_size")
+          : Thresholds.lpBlockSize(comm.options());
+    }
+    return blockSize;
+  }
 
-  public Algorithm allToAll(DataType dt, int count, Shape shape) {
+  private int blockSize;
+
+  public Protocol allToAll(DataType dt, int count, Shape shape) {
     long call = callId++;
     int n = comm.size();
     HostTensor in = HostTensor.allocate(dt, count * n);
     fill(in, seed, call, comm.rank(), 0, (long) count * n, null, shape, (long) count * n);
     HostTensor out = HostTensor.allocate(dt, count * n);
     poison(out);
-    long[] before = callsByAlgorithm();
+    long[] before = callsByProtocol();
     comm.allToAll(in, out);
-    Algorithm algo = usedSince(before);
-    boolean lp = algo == Algorithm.LP;
+    Protocol algo = usedSince(before);
+    boolean lp = algo == Protocol.LP;
     String what = "allToAll(" + dt + ", count=" + count + ", " + algo + ")";
     for (int p = 0; p < n; p++) {
       for (int i = 0; i < count; i++) {
@@ -332,11 +352,11 @@ public final class CollectiveChecker {
         for (DataType dt : DataType.values()) {
           for (ReduceOp op : ReduceOp.examples()) {
             if (!op.supports(dt)) continue;
-            if (a == Algorithm.LP && !AlgorithmSelector.lowPrecisionEligible(Collective.ALL_REDUCE, dt, op)) continue;
+            if (a == Algorithm.LP && !CallPlanner.lowPrecisionEligible(Collective.ALL_REDUCE, dt, op)) continue;
             ck.allReduce(dt, op, count, false, Shape.UNIFORM);
             if (a != Algorithm.TREE) ck.reduceScatter(dt, op, count, Shape.UNIFORM);
           }
-          if (a != Algorithm.TREE && (a != Algorithm.LP || AlgorithmSelector.lowPrecisionEligible(Collective.ALL_GATHER, dt, null))
+          if (a != Algorithm.TREE && (a != Algorithm.LP || CallPlanner.lowPrecisionEligible(Collective.ALL_GATHER, dt, null))
 ) {
             ck.allGather(dt, count, Shape.UNIFORM);
             ck.allToAll(dt, count, Shape.UNIFORM);

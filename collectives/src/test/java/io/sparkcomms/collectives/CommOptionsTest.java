@@ -26,12 +26,35 @@ class CommOptionsTest {
     assertFalse(o.lowPrecisionEnabled(Collective.BROADCAST));
     assertEquals(128 << 10, o.flatMaxBytes());
     assertEquals(32 << 20, o.treeMaxBytes());
-    assertEquals(128 << 10, o.flatMaxBytes(true, 2), "explicit value wins over the measured default");
+    assertEquals(128 << 10, io.sparkcomms.collectives.algo.Thresholds.flatMaxBytes(o), "explicit value wins over the host default");
     assertEquals(CommOptions.BACKEND_DEFAULT, CommOptions.defaults().flatMaxBytes());
     assertEquals(Fp8Format.E4M3FNUZ, o.fp8Format());
     assertEquals(4, o.lpOneShotMaxRanks());
-    assertEquals(CommOptions.LP_ONESHOT_MAX_RANKS, CommOptions.defaults().lpOneShotMaxRanks());
+    assertEquals(CommOptions.BACKEND_DEFAULT, CommOptions.defaults().lpOneShotMaxRanks());
     assertEquals(Duration.ofSeconds(5), o.timeout());
+  }
+
+  /** Every knob a backend has a default for stays unset (BACKEND_DEFAULT / null) unless set, so no backend's default is restated here. */
+  @Test void backendKnobsAreUnsetUntilSet() {
+    CommOptions d = CommOptions.defaults();
+    assertEquals(CommOptions.BACKEND_DEFAULT, d.flatMaxBytes());
+    assertEquals(CommOptions.BACKEND_DEFAULT, d.treeMaxBytes());
+    assertEquals(CommOptions.BACKEND_DEFAULT, d.lpMinBytes());
+    assertEquals(CommOptions.BACKEND_DEFAULT, d.lpBlockSize());
+    assertEquals(CommOptions.BACKEND_DEFAULT, d.lpOneShotMaxRanks());
+    assertEquals(CommOptions.BACKEND_DEFAULT, d.stagingBytes());
+    assertEquals(null, d.fp8Format());
+    CommOptions s = CommOptions.builder().lpMinBytes(0).lpBlockSize(32).lpOneShotMaxRanks(0).stagingBytes(4096).build();
+    assertEquals(0, s.lpMinBytes());
+    assertEquals(32, s.lpBlockSize());
+    assertEquals(0, s.lpOneShotMaxRanks());
+    assertEquals(4096, s.stagingBytes());
+    // the host resolves unset knobs to its own defaults, set ones to the value
+    assertEquals(io.sparkcomms.collectives.algo.Thresholds.LP_MIN_BYTES, io.sparkcomms.collectives.algo.Thresholds.lpMinBytes(d));
+    assertEquals(0, io.sparkcomms.collectives.algo.Thresholds.lpMinBytes(s));
+    assertEquals(io.sparkcomms.collectives.algo.Thresholds.STAGING_BYTES, io.sparkcomms.collectives.algo.Thresholds.stagingBytes(d));
+    assertEquals(io.sparkcomms.collectives.lp.Fp8Format.E4M3FN, io.sparkcomms.collectives.algo.Thresholds.fp8Format(d));
+    assertEquals(0, io.sparkcomms.collectives.algo.Thresholds.lpOneShotMaxRanks(s));
   }
 
   @Test void perCollectiveSwitchWithoutGlobal() {

@@ -26,8 +26,8 @@ class CommsAgreementTest {
     List<Object> res = create(3, r -> r == 2 ? BASE.toBuilder().lpBlockSize(64).lpOneShotMaxRanks(3).build() : BASE);
     for (Object o : res) {
       CommMismatchException e = assertInstanceOf(CommMismatchException.class, o);
-      assertTrue(e.getMessage().contains("rank 0 lpBlockSize=128, rank 2 lpBlockSize=64"), e.getMessage());
-      assertTrue(e.getMessage().contains("rank 0 lpOneShotMaxRanks=2, rank 2 lpOneShotMaxRanks=3"), e.getMessage());
+      assertTrue(e.getMessage().contains("rank 0 lpBlockSize=default, rank 2 lpBlockSize=64"), e.getMessage());
+      assertTrue(e.getMessage().contains("rank 0 lpOneShotMaxRanks=default, rank 2 lpOneShotMaxRanks=3"), e.getMessage());
     }
   }
 

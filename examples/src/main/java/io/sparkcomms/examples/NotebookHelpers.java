@@ -4,6 +4,7 @@ import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
 import java.io.BufferedReader;
@@ -22,7 +23,7 @@ import java.util.concurrent.Future;
 public final class NotebookHelpers {
   private NotebookHelpers() {}
 
-  /** One row of an allReduce sweep. */
+  /** One row of an allReduce sweep; {@code algorithm} is the protocol the timed calls ran (FLAT, TREE, ...). */
   public record Timing(long bytes, double microsPerOp, String algorithm) {}
 
   /**
@@ -45,13 +46,14 @@ public final class NotebookHelpers {
               HostTensor t = HostTensor.of(v);
               for (int i = 0; i < 3; i++) comm.allReduce(t, ReduceOp.SUM);
               double[] times = new double[iters];
+              long[] before = callsByProtocol(comm);
               for (int i = 0; i < iters; i++) {
                 long t0 = System.nanoTime();
                 comm.allReduce(t, ReduceOp.SUM);
                 times[i] = (System.nanoTime() - t0) / 1e3;
               }
               java.util.Arrays.sort(times);
-              out.add(new Timing(bytes, times[iters / 2], bytes <= comm.options().flatMaxBytes(false, ranks) ? "FLAT" : "TREE"));
+              out.add(new Timing(bytes, times[iters / 2], mostRun(comm, before)));
             }
           }
           return out;
@@ -63,6 +65,27 @@ public final class NotebookHelpers {
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  private static long[] callsByProtocol(Communicator comm) {
+    Protocol[] all = Protocol.values();
+    long[] c = new long[all.length];
+    for (int i = 0; i < all.length; i++) c[i] = comm.stats().calls(all[i]);
+    return c;
+  }
+
+  /** The protocol most of the calls since {@code before} ran (from the communicator's statistics). */
+  private static String mostRun(Communicator comm, long[] before) {
+    Protocol best = null;
+    long most = 0;
+    for (Protocol p : Protocol.values()) {
+      long d = comm.stats().calls(p) - before[p.ordinal()];
+      if (d > most) {
+        most = d;
+        best = p;
+      }
+    }
+    return best == null ? "none" : best.name();
   }
 
   /** The repository root, found upwards from the working directory (the folder with bin/sparkcomms-example). */

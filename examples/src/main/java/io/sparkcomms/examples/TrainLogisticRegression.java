@@ -150,7 +150,7 @@ public final class TrainLogisticRegression {
     for (int e = 0; e < la.length; e++) System.out.printf("%5d   %10.6f   %12.6f%n", e + 1, la[e], lb[e]);
     for (Run r : runs) {
       System.out.printf("%-7s train accuracy %.4f  test accuracy %.4f  allReduce calls %s  %.2f s%n", r.name(),
-          r.trainAccuracy(), r.testAccuracy(), r.result().callsByAlgorithm(), r.result().trainNanos() / 1e9);
+          r.trainAccuracy(), r.testAccuracy(), r.result().callsByProtocol(), r.result().trainNanos() / 1e9);
     }
   }
 

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
@@ -65,9 +65,9 @@ class BarrierCommsLocalTest {
         "3/4 host [6.0, 60.0, 4.0] 10.0 10.0 cached=true"), out);
     assertEquals(0, BarrierComms.openCount(), "communicators are closed when their tasks complete");
     SparkCommsMetrics m = SparkCommsMetrics.current().orElseThrow();
-    assertTrue(m.calls(Algorithm.FLAT) >= 4 && m.calls(Algorithm.TREE) >= 4, "metrics: flat " + m.calls(Algorithm.FLAT)
-        + " tree " + m.calls(Algorithm.TREE));
-    assertTrue(m.bytes(Algorithm.TREE) >= 4 * 1_600_000L);
+    assertTrue(m.calls(Protocol.FLAT) >= 4 && m.calls(Protocol.TREE) >= 4, "metrics: flat " + m.calls(Protocol.FLAT)
+        + " tree " + m.calls(Protocol.TREE));
+    assertTrue(m.bytes(Protocol.TREE) >= 4 * 1_600_000L);
   }
 
   @Test void aRetriedStageGetsAFreshCommunicator() {

@@ -5,7 +5,7 @@ import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Tensor;
-import io.sparkcomms.collectives.gpu.DeviceTensor;
+import io.sparkcomms.collectives.gpu.DeviceBuffer;
 import io.sparkcomms.spark.BarrierComms;
 import io.sparkcomms.spark.gpu.ExecutorGpu;
 import java.io.Serializable;
@@ -144,12 +144,12 @@ public final class BarrierAllReduceSweep {
         int it = iters > 0 ? iters : (int) Math.max(5, Math.min(200, (1L << 30) / bytes));
         float[] hin = new float[count];
         Arrays.fill(hin, rank + 1);
-        Tensor in, res; DeviceTensor din = null, dout = null;
+        Tensor in, res; DeviceBuffer din = null, dout = null;
         if (gpu) {
-          din = DeviceTensor.allocate(DataType.FLOAT32, count, ordinal < 0 ? 0 : ordinal);
-          dout = DeviceTensor.allocate(DataType.FLOAT32, count, ordinal < 0 ? 0 : ordinal);
-          din.copyFrom(HostTensor.of(hin));
-          in = din; res = dout;
+          din = DeviceBuffer.allocate(DataType.FLOAT32, count, ordinal < 0 ? 0 : ordinal);
+          dout = DeviceBuffer.allocate(DataType.FLOAT32, count, ordinal < 0 ? 0 : ordinal);
+          din.view().copyFrom(HostTensor.of(hin));
+          in = din.view(); res = dout.view();
         } else {
           in = HostTensor.of(hin); res = HostTensor.of(new float[count]);
         }
@@ -165,7 +165,7 @@ public final class BarrierAllReduceSweep {
           double mean = Arrays.stream(us).average().orElse(0);
           Arrays.sort(us);
           float[] check;
-          if (gpu) { check = new float[count]; dout.copyTo(HostTensor.of(check)); } else check = (float[]) ((HostTensor) res).array();
+          if (gpu) { check = new float[count]; dout.view().copyTo(HostTensor.of(check)); } else check = (float[]) ((HostTensor) res).array();
           boolean good = check[0] == expect && check[count - 1] == expect && check[count / 2] == expect;
           out.add(String.format("SIZE %d %d %.3f %.3f %s %s", bytes, it, us[it / 2], mean, good ? "ok" : "wrong", backend));
         } finally {

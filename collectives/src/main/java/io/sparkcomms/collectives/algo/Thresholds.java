@@ -1,29 +1,42 @@
 package io.sparkcomms.collectives.algo;
 
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.lp.Fp8Format;
+
 /**
- * Default allReduce thresholds per backend and rank count, from our measurements
- * (bench/RESULTS.md). Used when {@code CommOptions} leaves a threshold unset; an explicit option or
- * environment variable always wins.
+ * The host backend's defaults: the value of every setting that {@link CommOptions} leaves unset
+ * ({@link CommOptions#BACKEND_DEFAULT}, or null for the FP8 format) on the host shared-memory backend,
+ * and the resolution "the option if set, else this default". The GPU backend's defaults live in the
+ * native library's parameter table, not here.
  *
- * <ul>
- *   <li>GPU, 2 ranks (2x H200, NVLink): the flat one-shot beats tree and NCCL up to 4 MB (8 KB:
- *       3.3 us vs NCCL 7.0 us; 4 MB: 17.7 vs 32.7 us); tree up to 128 MB (16 MB: 56 vs 78 us);
- *       NCCL is faster from 256 MB (1 GB: 3.25 ms vs 3.59 ms). 4 and 8 ranks are not measured yet
- *       (no 4- or 8-GPU host was lent); their flat limits follow vLLM's published crossover
- *       (512 KB up to 4 ranks, 256 KB above), because flat traffic grows as O(n^2).</li>
- *   <li>Host shared memory: flat up to 256 KB, tree above (there is no vendor library).</li>
- * </ul>
+ * <p>Measured on the host (bench/RESULTS.md): the flat one-shot beats the tree two-shot up to 256 KB;
+ * there is no vendor library, so the tree runs everything above.
  */
 public final class Thresholds {
   private Thresholds() {}
 
-  public static long flatMaxBytes(boolean gpu, int ranks) {
-    if (!gpu) return 256L << 10;
-    if (ranks <= 2) return 4L << 20;
-    return ranks <= 4 ? 512L << 10 : 256L << 10;
-  }
+  /** Largest allReduce on the flat one-shot. */
+  public static final long FLAT_MAX_BYTES = 256L << 10;
+  /** Smallest message that uses FP8 under AUTO when low precision is enabled. */
+  public static final long LP_MIN_BYTES = 16L << 20;
+  /** Elements per FP8 scale. */
+  public static final int LP_BLOCK_SIZE = 128;
+  /**
+   * Largest rank count whose LP allReduce is one-shot (one quantization per element), two-shot (the
+   * reduced slice requantized) above. At 2 ranks the one-shot reads the same bytes as the two-shot.
+   */
+  public static final int LP_ONESHOT_MAX_RANKS = 2;
+  /** Staging area per rank in the shared-memory segment. */
+  public static final long STAGING_BYTES = 16L << 20;
+  /** FP8 format on the wire (the host has no device to choose one). */
+  public static final Fp8Format FP8_FORMAT = Fp8Format.E4M3FN;
 
-  public static long treeMaxBytes(boolean gpu, int ranks) {
-    return gpu ? 128L << 20 : Long.MAX_VALUE;
-  }
+  public static long flatMaxBytes(CommOptions o) { return set(o.flatMaxBytes()) ? o.flatMaxBytes() : FLAT_MAX_BYTES; }
+  public static long lpMinBytes(CommOptions o) { return set(o.lpMinBytes()) ? o.lpMinBytes() : LP_MIN_BYTES; }
+  public static int lpBlockSize(CommOptions o) { return set(o.lpBlockSize()) ? o.lpBlockSize() : LP_BLOCK_SIZE; }
+  public static int lpOneShotMaxRanks(CommOptions o) { return set(o.lpOneShotMaxRanks()) ? o.lpOneShotMaxRanks() : LP_ONESHOT_MAX_RANKS; }
+  public static long stagingBytes(CommOptions o) { return set(o.stagingBytes()) ? o.stagingBytes() : STAGING_BYTES; }
+  public static Fp8Format fp8Format(CommOptions o) { return o.fp8Format() != null ? o.fp8Format() : FP8_FORMAT; }
+
+  private static boolean set(long v) { return v != CommOptions.BACKEND_DEFAULT; }
 }

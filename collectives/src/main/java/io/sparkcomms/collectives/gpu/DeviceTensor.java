@@ -3,88 +3,114 @@ package io.sparkcomms.collectives.gpu;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.Tensor;
-import io.sparkcomms.nativeapi.GpuLibrary;
 import io.sparkcomms.nativeapi.SparkCommsNative;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Objects;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * A tensor in GPU memory. {@link #allocate} returns an owning tensor: {@link #close()} frees the
- * memory. {@link #wrap} views memory owned by someone else (another GPU library): close() then frees
- * nothing. Copies to and from host tensors are synchronous.
+ * A view of elements in GPU memory; it never owns or frees memory. Views come from a
+ * {@link DeviceBuffer} ({@link DeviceBuffer#view()}: valid until the buffer is closed) or from
+ * {@link #wrap} (memory of another GPU library, valid as long as that owner keeps it). Copies to
+ * and from host tensors are synchronous.
  */
-public final class DeviceTensor implements Tensor, AutoCloseable {
+public final class DeviceTensor implements Tensor {
+  /** Largest host-side buffer one copy window uses. */
+  private static final int COPY_WINDOW = 32 << 20;
+
   private final DataType dtype;
   private final long count;
   private final int device;
-  private final boolean owned;
-  private long address;
+  private final long address;
+  private final DeviceBuffer owner;  // null for wrapped memory
 
-  private DeviceTensor(DataType dtype, long count, int device, long address, boolean owned) {
+  DeviceTensor(DataType dtype, long count, int device, long address, DeviceBuffer owner) {
     this.dtype = dtype;
     this.count = count;
     this.device = device;
     this.address = address;
-    this.owned = owned;
+    this.owner = owner;
   }
 
-  /** Allocates {@code count} elements on {@code device}; the caller owns the result. */
-  public static DeviceTensor allocate(DataType dtype, long count, int device) {
-    GpuLibrary.require();
-    if (count < 0) throw new IllegalArgumentException("count must be >= 0, got " + count);
-    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device(" + device + ")");
-    Pointer p = new Pointer((Pointer) null);
-    Native.check(SparkCommsNative.sc_malloc(p, Math.max(1, count * dtype.size())), "sc_malloc(" + count * dtype.size() + " bytes)");
-    return new DeviceTensor(dtype, count, device, p.address(), true);
-  }
-
-  /** Views device memory at {@code address} (e.g. from another GPU library); not owned, never freed here. */
+  /**
+   * Views device memory at {@code address} owned by someone else (e.g. another GPU library). Raises
+   * {@link IllegalArgumentException} for a negative count, a size that does not fit in a long, a
+   * negative device or a null address with elements.
+   */
   public static DeviceTensor wrap(long address, DataType dtype, long count, int device) {
+    Objects.requireNonNull(dtype, "dtype");
+    bytesOf(dtype, count);
+    if (device < 0) throw new IllegalArgumentException("device must be >= 0, got " + device);
     if (address == 0 && count > 0) throw new IllegalArgumentException("null device address");
-    return new DeviceTensor(dtype, count, device, address, false);
+    return new DeviceTensor(dtype, count, device, address, null);
+  }
+
+  /** {@code count * dtype.size()}, checked: a negative count or one whose bytes overflow a long is an argument error. */
+  static long bytesOf(DataType dtype, long count) {
+    if (count < 0) throw new IllegalArgumentException("count must be >= 0, got " + count);
+    try {
+      return Math.multiplyExact(count, (long) dtype.size());
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException(count + " elements of " + dtype + " do not fit in 2^63 bytes");
+    }
   }
 
   @Override public DataType dtype() { return dtype; }
   @Override public long count() { return count; }
   @Override public boolean isDevice() { return true; }
   public int device() { return device; }
-  public boolean isOwned() { return owned; }
 
-  /** The device address; valid until {@link #close()} for owned tensors. */
+  /** The device address; raises {@link IllegalStateException} when the buffer it views was closed. */
   public long address() {
-    if (address == 0 && owned) throw new IllegalStateException("DeviceTensor was closed");
+    if (owner != null && owner.isClosed()) throw new IllegalStateException("the DeviceBuffer of this view was closed");
     return address;
   }
 
-  Pointer pointer() { return new DevicePointer(address()); }
+  Pointer pointer() { return new AddressPointer(address()); }
 
   /** Copies all of {@code src} (same dtype, count <= this count) to the start of this tensor. */
   public void copyFrom(HostTensor src) {
     checkHost(src);
-    int n = Math.toIntExact(src.count());
-    ByteBuffer staging = ByteBuffer.allocateDirect(Math.max(1, n * dtype.size())).order(ByteOrder.nativeOrder());
-    src.copyTo(0, n, staging, 0);
-    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
-    Native.check(SparkCommsNative.sc_memcpy_htod(pointer(), new Pointer(staging), (long) n * dtype.size(), null), "sc_memcpy_htod");
-    Native.check(SparkCommsNative.sc_stream_synchronize(null), "sc_stream_synchronize");
+    copyWindows(src, true);
   }
 
   /** Copies the first {@code dst.count()} elements of this tensor into {@code dst}. */
   public void copyTo(HostTensor dst) {
     checkHost(dst);
-    int n = Math.toIntExact(dst.count());
-    ByteBuffer staging = ByteBuffer.allocateDirect(Math.max(1, n * dtype.size())).order(ByteOrder.nativeOrder());
+    copyWindows(dst, false);
+  }
+
+  /** Host-device copies of {@code h.count()} elements through a direct buffer of at most {@link #COPY_WINDOW} bytes. */
+  private void copyWindows(HostTensor h, boolean toDevice) {
+    int es = dtype.size();
+    long total = h.count();
+    int per = COPY_WINDOW / es;
+    ByteBuffer staging = ByteBuffer.allocateDirect((int) Math.max(1, Math.min(total, per) * es)).order(ByteOrder.nativeOrder());
+    Pointer host = new Pointer(staging);
+    long base = address();
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
-    Native.check(SparkCommsNative.sc_memcpy_dtoh(new Pointer(staging), pointer(), (long) n * dtype.size(), null), "sc_memcpy_dtoh");
-    Native.check(SparkCommsNative.sc_stream_synchronize(null), "sc_stream_synchronize");
-    dst.copyFrom(staging, 0, 0, n);
+    for (long off = 0; off < total; off += per) {
+      int n = (int) Math.min(per, total - off);
+      long bytes = (long) n * es;
+      Pointer dev = new AddressPointer(base + off * es);
+      if (toDevice) {
+        h.copyTo(off, n, staging, 0);
+        Native.check(SparkCommsNative.sc_memcpy_htod(dev, host, bytes, null), "sc_memcpy_htod");
+        Native.check(SparkCommsNative.sc_stream_synchronize(null), "sc_stream_synchronize");
+      } else {
+        Native.check(SparkCommsNative.sc_memcpy_dtoh(host, dev, bytes, null), "sc_memcpy_dtoh");
+        Native.check(SparkCommsNative.sc_stream_synchronize(null), "sc_stream_synchronize");
+        h.copyFrom(staging, 0, off, n);
+      }
+    }
   }
 
   /** Sets every byte to {@code value} (tests poison outputs with 0xFF: NaN for floats). */
   public void fillBytes(int value) {
+    Pointer p = pointer();
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
-    Native.check(SparkCommsNative.sc_memset(pointer(), value, count * dtype.size(), null), "sc_memset");
+    Native.check(SparkCommsNative.sc_memset(p, value, bytes(), null), "sc_memset");
     Native.check(SparkCommsNative.sc_stream_synchronize(null), "sc_stream_synchronize");
   }
 
@@ -93,17 +119,7 @@ public final class DeviceTensor implements Tensor, AutoCloseable {
     if (h.count() > count) throw new IllegalArgumentException("host tensor has " + h.count() + " elements, device tensor " + count);
   }
 
-  /** Frees owned memory; a no-op for wrapped memory. Idempotent. */
-  @Override public void close() {
-    if (owned && address != 0) {
-      SparkCommsNative.sc_set_device(device);
-      long a = address;
-      address = 0;
-      Native.check(SparkCommsNative.sc_free(new DevicePointer(a)), "sc_free");
-    }
-  }
-
   @Override public String toString() {
-    return "DeviceTensor[" + dtype + " x " + count + ", device " + device + (owned ? ", owned]" : ", wrapped]");
+    return "DeviceTensor[" + dtype + " x " + count + ", device " + device + (owner != null ? ", view of a DeviceBuffer]" : ", wrapped]");
   }
 }

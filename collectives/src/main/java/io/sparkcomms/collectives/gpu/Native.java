@@ -19,4 +19,10 @@ final class Native {
       default: throw new CommException(msg);
     }
   }
+
+  /** null for SC_OK, else the failure as text (for setup steps whose outcome every rank must learn). */
+  static String failure(int status, String what) {
+    return status == SparkCommsNative.SC_OK ? null
+        : what + " failed: " + SparkCommsNative.sc_status_name(status) + ": " + SparkCommsNative.sc_last_error();
+  }
 }

@@ -1,95 +1,91 @@
 package io.sparkcomms.collectives.algo;
 
-import static io.sparkcomms.collectives.Algorithm.FLAT;
-import static io.sparkcomms.collectives.Algorithm.LP;
-import static io.sparkcomms.collectives.Algorithm.TREE;
-import static io.sparkcomms.collectives.Algorithm.VENDOR;
+import static io.sparkcomms.collectives.Protocol.FLAT;
+import static io.sparkcomms.collectives.Protocol.LP;
+import static io.sparkcomms.collectives.Protocol.TREE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.plan.BackendOffer;
+import io.sparkcomms.collectives.plan.CallPlanner;
+import io.sparkcomms.collectives.plan.PlannedCall;
 import org.junit.jupiter.api.Test;
 
+/** The host backend's policy, end to end: the shared planning step, then {@link AlgorithmSelector}. */
 class AlgorithmSelectorTest {
   static final CommOptions DEF = CommOptions.defaults();
   static final CommOptions LPON = CommOptions.builder().lowPrecision(true).build();
 
-  static Algorithm ar(long bytes, CommOptions o, boolean vendor) {
-    return AlgorithmSelector.choose(Collective.ALL_REDUCE, bytes, 8, DataType.FLOAT32, ReduceOp.SUM, o, vendor);
+  /** The protocol the host backend runs for {@code c} over {@code ranks} ranks with a message of {@code bytes}. */
+  static Protocol host(Collective c, long bytes, int ranks, DataType dt, ReduceOp op, CommOptions o) {
+    Algorithm request = new CallPlanner(ranks, o, BackendOffer.HOST).normalize(c, dt, op, o.algorithm());
+    return AlgorithmSelector.choose(c, bytes, ranks, dt, op, request, o);
   }
 
-  static Algorithm gpu(long bytes, int ranks, CommOptions o) {
-    return AlgorithmSelector.choose(Collective.ALL_REDUCE, bytes, ranks, DataType.FLOAT32, ReduceOp.SUM, o,
-        new AlgorithmSelector.Backend(true, true, false));
-  }
+  static Protocol ar(long bytes, CommOptions o) { return host(Collective.ALL_REDUCE, bytes, 8, DataType.FLOAT32, ReduceOp.SUM, o); }
 
   @Test void allReduceThresholds() {
-    CommOptions o = CommOptions.builder().flatMaxBytes(256 << 10).treeMaxBytes(32 << 20).build();
-    assertEquals(FLAT, ar(8 << 10, o, true));
-    assertEquals(FLAT, ar(256 << 10, o, true));
-    assertEquals(TREE, ar((256 << 10) + 1, o, true));
-    assertEquals(TREE, ar(32 << 20, o, true));
-    assertEquals(VENDOR, ar((32 << 20) + 1, o, true));
-    assertEquals(TREE, ar(1L << 30, o, false), "no vendor library: stay on TREE");
+    CommOptions o = CommOptions.builder().flatMaxBytes(64 << 10).treeMaxBytes(32 << 20).build();
+    assertEquals(FLAT, ar(8 << 10, o));
+    assertEquals(FLAT, ar(64 << 10, o));
+    assertEquals(TREE, ar((64 << 10) + 1, o));
+    assertEquals(TREE, ar(1L << 30, o), "no vendor library on the host: TREE above the flat range, whatever treeMaxBytes says");
   }
 
-  @Test void measuredDefaultsPerBackendAndRankCount() {
-    assertEquals(FLAT, gpu(4 << 20, 2, DEF), "2 GPUs: flat up to 4 MB");
-    assertEquals(TREE, gpu((4 << 20) + 1, 2, DEF));
-    assertEquals(TREE, gpu(128 << 20, 2, DEF));
-    assertEquals(VENDOR, gpu((128 << 20) + 1, 2, DEF), "NCCL above 128 MB");
-    assertEquals(TREE, gpu(1 << 20, 8, DEF), "8 GPUs: flat only to 256 KB");
-    assertEquals(FLAT, ar(256 << 10, DEF, false), "host: flat to 256 KB");
-    assertEquals(TREE, ar(1L << 30, DEF, false), "host: tree above, no vendor");
-    assertEquals(TREE, gpu(1 << 20, 2, CommOptions.builder().flatMaxBytes(64 << 10).build()), "an explicit option wins");
-    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.FLOAT32, ReduceOp.SUM,
-        CommOptions.builder().lowPrecision(true).build(), new AlgorithmSelector.Backend(true, true, false)),
-        "a backend without LP falls through");
-    AlgorithmSelector.Backend gpuLp = new AlgorithmSelector.Backend(true, true, true);
-    CommOptions lpOn = CommOptions.builder().lowPrecision(true).build();
-    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.FLOAT32, ReduceOp.SUM, lpOn, gpuLp));
-    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM, lpOn, gpuLp),
-        "GPU LP is faster than NCCL for bf16 too (one-shot kernels)");
-    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 8 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM, lpOn, gpuLp),
-        "below lpMinBytes: full precision");
-    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 2, DataType.BFLOAT16, ReduceOp.SUM,
-        CommOptions.builder().algorithm(LP).build(), gpuLp), "forced LP still runs");
+  @Test void hostDefaults() {
+    assertEquals(FLAT, ar(Thresholds.FLAT_MAX_BYTES, DEF), "host: flat to 256 KB");
+    assertEquals(TREE, ar(Thresholds.FLAT_MAX_BYTES + 1, DEF));
+    assertEquals(TREE, ar(1L << 30, DEF), "host: tree above, no vendor");
+    assertEquals(256L << 10, Thresholds.FLAT_MAX_BYTES);
   }
 
   @Test void lowPrecisionGates() {
-    assertEquals(TREE, ar(16 << 20, DEF, false), "LP is opt-in");
-    assertEquals(LP, ar(16 << 20, LPON, false));
-    assertEquals(TREE, ar((16 << 20) - 1, LPON, false), "below lpMinBytes");
-    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 8, DataType.FLOAT16, ReduceOp.SUM, LPON, false), "fp16 not eligible");
-    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 8, DataType.BFLOAT16, ReduceOp.AVG, LPON, false));
-    assertEquals(TREE, AlgorithmSelector.choose(Collective.ALL_REDUCE, 64 << 20, 8, DataType.FLOAT32, ReduceOp.MAX, LPON, false), "MAX not eligible");
-    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, LPON, false));
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.BROADCAST, 64 << 20, 8, DataType.FLOAT32, null, LPON, false));
+    assertEquals(TREE, ar(16 << 20, DEF), "LP is opt-in");
+    assertEquals(LP, ar(16 << 20, LPON));
+    assertEquals(TREE, ar((16 << 20) - 1, LPON), "below the host's lpMinBytes");
+    assertEquals(LP, ar(1 << 20, LPON.toBuilder().lpMinBytes(1 << 20).build()), "an explicit lpMinBytes wins");
+    assertEquals(TREE, host(Collective.ALL_REDUCE, 64 << 20, 8, DataType.FLOAT16, ReduceOp.SUM, LPON), "fp16 not eligible");
+    assertEquals(LP, host(Collective.ALL_REDUCE, 64 << 20, 8, DataType.BFLOAT16, ReduceOp.AVG, LPON));
+    assertEquals(TREE, host(Collective.ALL_REDUCE, 64 << 20, 8, DataType.FLOAT32, ReduceOp.MAX, LPON), "MAX not eligible");
+    assertEquals(LP, host(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, LPON));
+    assertEquals(FLAT, host(Collective.BROADCAST, 64 << 20, 8, DataType.FLOAT32, null, LPON));
     CommOptions perColl = CommOptions.builder().lowPrecision(true).lowPrecision(Collective.ALL_GATHER, false).build();
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, perColl, false));
-    assertEquals(LP, AlgorithmSelector.choose(Collective.ALL_TO_ALL, 64 << 20, 8, DataType.FLOAT32, null, perColl, false));
+    assertEquals(FLAT, host(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, perColl));
+    assertEquals(LP, host(Collective.ALL_TO_ALL, 64 << 20, 8, DataType.FLOAT32, null, perColl));
     CommOptions onlyAr = CommOptions.builder().lowPrecision(Collective.ALL_REDUCE, true).build();
-    assertEquals(LP, ar(64 << 20, onlyAr, false));
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.REDUCE_SCATTER, 64 << 20, 8, DataType.FLOAT32, ReduceOp.SUM, onlyAr, false));
+    assertEquals(LP, ar(64 << 20, onlyAr));
+    assertEquals(FLAT, host(Collective.REDUCE_SCATTER, 64 << 20, 8, DataType.FLOAT32, ReduceOp.SUM, onlyAr));
   }
 
   @Test void forcedAlgorithms() {
-    CommOptions lp = CommOptions.builder().algorithm(LP).build();
-    assertEquals(LP, ar(4, lp, false), "forced LP ignores the size threshold");
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_REDUCE, 4, 8, DataType.INT32, ReduceOp.SUM, lp, false), "ineligible dtype falls through");
-    assertEquals(TREE, ar(4, CommOptions.builder().algorithm(TREE).build(), false));
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_GATHER, 4, 8, DataType.FLOAT32, null, CommOptions.builder().algorithm(TREE).build(), false));
-    CommOptions vendor = CommOptions.builder().algorithm(VENDOR).build();
-    assertEquals(VENDOR, ar(4, vendor, true));
-    assertThrows(IllegalArgumentException.class, () -> ar(4, vendor, false));
+    CommOptions lp = CommOptions.builder().algorithm(Algorithm.LP).build();
+    assertEquals(LP, ar(4, lp), "forced LP ignores the size threshold");
+    assertEquals(FLAT, host(Collective.ALL_REDUCE, 4, 8, DataType.INT32, ReduceOp.SUM, lp), "ineligible dtype falls through");
+    assertEquals(TREE, ar(4, CommOptions.builder().algorithm(Algorithm.TREE).build()));
+    assertEquals(FLAT, ar(1L << 30, CommOptions.builder().algorithm(Algorithm.FLAT).build()));
+    CommOptions tree = CommOptions.builder().algorithm(Algorithm.TREE).lowPrecision(true).build();
+    assertEquals(FLAT, host(Collective.ALL_GATHER, 64 << 20, 8, DataType.FLOAT32, null, tree),
+        "a forced TREE on allGather is its direct algorithm, not LP");
+  }
+
+  @Test void vendorOnTheHostIsAnArgumentErrorOfTheCall() {
+    CommOptions v = CommOptions.builder().algorithm(Algorithm.VENDOR).build();
+    PlannedCall c = new CallPlanner(2, v, BackendOffer.HOST).plan(Collective.ALL_REDUCE, HostTensor.of(new float[4]),
+        HostTensor.of(new float[4]), ReduceOp.SUM, 0);
+    assertNotNull(c.problem());
+    assertEquals("algorithm VENDOR needs the GPU backend with NCCL/RCCL loaded; this communicator has none", c.problem());
   }
 
   @Test void oneRankAndBarrier() {
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.ALL_REDUCE, 1L << 30, 1, DataType.FLOAT32, ReduceOp.SUM, LPON, true));
-    assertEquals(FLAT, AlgorithmSelector.choose(Collective.BARRIER, 0, 8, DataType.FLOAT32, null, DEF, true));
+    assertEquals(FLAT, host(Collective.ALL_REDUCE, 1L << 30, 1, DataType.FLOAT32, ReduceOp.SUM, LPON));
+    assertEquals(FLAT, host(Collective.BARRIER, 0, 8, DataType.FLOAT32, null, DEF));
+    assertEquals(FLAT, host(Collective.ALL_TO_ALL_V, 1L << 30, 8, DataType.FLOAT32, null, LPON));
   }
 }

@@ -210,8 +210,8 @@ class AllToAllVHostTest {
       long[][] c = AllToAllVHarness.constant(n, 600);
       Scenario t = AllToAllVHarness.packed("overflow-last", DataType.INT64, c, 0, 6, true, true);
       t.outCounts()[0] = 600L * n - 1;
-      capacityError(g, t, "receiver rank 0 cannot hold the 600 elements from sender rank " + (n - 1) + " at output offset " + 600 * (n - 1)
-          + ": its output holds " + (600 * n - 1) + " elements");
+      // the earlier senders' blocks leave 600n - 1 - 600(n-1) = 599 elements for the last one
+      capacityError(g, t, "receiver rank 0 cannot hold the 600 elements from sender rank " + (n - 1) + ": its room for them is 599 elements");
     }
   }
 
@@ -224,7 +224,8 @@ class AllToAllVHostTest {
       Scenario s = AllToAllVHarness.slots("slot-overflow", DataType.BFLOAT16, c, 0, 9, true, false);
       s.counts()[1][2] += 1;      // one more than its exact slot
       s.inCounts()[1] += 1;       // still inside rank 1's input
-      capacityError(g, s, "receiver rank 2 cannot hold the " + c[1][2] + " elements from sender rank 1: its slot for rank 1");
+      capacityError(g, s, "receiver rank 2 cannot hold the " + c[1][2] + " elements from sender rank 1: its room for them is "
+          + (c[1][2] - 1) + " elements");
     }
   }
 
@@ -251,13 +252,16 @@ class AllToAllVHostTest {
       long tmp = ro[1];
       ro[1] = ro[2];
       ro[2] = tmp; // strictly decreasing at index 2 (slots hold >= 3 elements)
-      capacityError(g, s, "receiver rank 2: recvOffsets[2] = " + tmp + " is below recvOffsets[1]");
+      // slot 1 now runs from the old start of slot 2 back to the old start of slot 1
+      capacityError(g, s, "receiver rank 2: its slot for sender rank 1 spans output offsets " + ro[1] + ".." + tmp + ", reversed");
       Scenario t = AllToAllVHarness.slots("outside", DataType.INT64, AllToAllVHarness.constant(n, 3), 2, 4, true, true);
       t.recvOffsets()[1][n - 1] = t.outCounts()[1] + 1;
-      capacityError(g, t, "receiver rank 1: recvOffsets[" + (n - 1) + "] = " + (t.outCounts()[1] + 1) + " lies outside its output");
+      // the last offset past the output ends the slot before it outside the output
+      capacityError(g, t, "receiver rank 1: its slot for sender rank " + (n - 2) + " spans output offsets " + t.recvOffsets()[1][n - 2]
+          + ".." + (t.outCounts()[1] + 1) + ", reversed or outside its output");
       Scenario u = AllToAllVHarness.slots("negative-offset", DataType.BFLOAT16, AllToAllVHarness.constant(n, 3), 2, 4, true, true);
       u.recvOffsets()[3][0] = -1;
-      capacityError(g, u, "receiver rank 3: recvOffsets[0] = -1 lies outside");
+      capacityError(g, u, "receiver rank 3: its slot for sender rank 0 spans output offsets -1.." + u.recvOffsets()[3][1] + ", reversed or outside");
     }
   }
 
@@ -267,10 +271,10 @@ class AllToAllVHostTest {
     try (RankGroup g = new RankGroup(n, opts())) {
       Scenario s = AllToAllVHarness.packed("short-input", DataType.FLOAT32, AllToAllVHarness.constant(n, 4), 0, 1, false, false);
       s.inCounts()[1] -= 1; // rank 1's last block (for rank 2) runs one past its input
-      capacityError(g, s, "sender rank 1: its block of 4 elements for receiver rank 2 at input offset 8 runs outside its input of 11 elements");
+      capacityError(g, s, "sender rank 1: its block of 4 elements for receiver rank 2 runs past the end of its input: 3 elements from the block's offset to the end");
       Scenario t = AllToAllVHarness.slots("bad-send-offset", DataType.INT64, AllToAllVHarness.constant(n, 4), 1, 1, true, true);
       t.sendOffsets()[0][1] = -2;
-      capacityError(g, t, "sender rank 0: its block of 4 elements for receiver rank 1 at input offset -2 runs outside");
+      capacityError(g, t, "sender rank 0: its block of 4 elements for receiver rank 1 starts at a negative input offset");
       Scenario u = AllToAllVHarness.slots("send-offset-past-end", DataType.BFLOAT16, AllToAllVHarness.constant(n, 4), 1, 1, false, false);
       u.sendOffsets()[2][0] = u.inCounts()[2] - 3;
       capacityError(g, u, "sender rank 2: its block of 4 elements for receiver rank 0");

@@ -7,6 +7,7 @@ import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CollectiveChecker;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.RankGroup;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -42,7 +43,7 @@ class HostCollectivesTest {
       assertTrue(all.isEmpty(), "seed " + seed + ": " + String.join("\n", all));
       for (Algorithm a : groups.keySet()) {
         Communicator c = groups.get(a).comm(0);
-        if (ranks > 1) assertTrue(c.stats().calls(a) > 0, a + " was never used: " + c.stats());
+        if (ranks > 1) assertTrue(c.stats().calls(Protocol.valueOf(a.name())) > 0, a + " was never used: " + c.stats());
       }
     } finally {
       groups.values().forEach(RankGroup::close);
@@ -75,11 +76,11 @@ class HostCollectivesTest {
     try (RankGroup g = new RankGroup(ranks, o)) {
       List<List<String>> perRank = g.run(r -> {
         CollectiveChecker ck = new CollectiveChecker(g.comm(r), seed);
-        List<Algorithm> used = new ArrayList<>();
+        List<Protocol> used = new ArrayList<>();
         for (int count : new int[] {100, 10_000, 300_000}) {
           used.add(ck.allReduce(io.sparkcomms.collectives.DataType.FLOAT32, io.sparkcomms.collectives.ReduceOp.SUM, count, false, CollectiveChecker.Shape.NORMAL));
         }
-        assertEquals(List.of(Algorithm.FLAT, Algorithm.TREE, Algorithm.LP), used);
+        assertEquals(List.of(Protocol.FLAT, Protocol.TREE, Protocol.LP), used);
         return ck.failures();
       });
       perRank.forEach(f -> assertTrue(f.isEmpty(), "seed " + seed + ": " + f));

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.Protocol;
+import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.CollectiveChecker;
 import io.sparkcomms.collectives.CollectiveChecker.Shape;
 import io.sparkcomms.collectives.CommOptions;
@@ -24,7 +26,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Asserted error bounds of the FP8 collectives on N(0,1) data and on data spanning 1e-6..1e4, and the
- * exact result of the one-shot LP allReduce (up to {@link CommOptions#LP_ONESHOT_MAX_RANKS} ranks).
+ * exact result of the one-shot LP allReduce (up to {@link Thresholds#LP_ONESHOT_MAX_RANKS} ranks, the host default).
  */
 class LowPrecisionErrorTest {
   static CommOptions lp(Fp8Format f) {
@@ -45,7 +47,7 @@ class LowPrecisionErrorTest {
         CollectiveChecker ck = new CollectiveChecker(g.comm(r), seed);
         for (Shape s : new Shape[] {Shape.NORMAL, Shape.SPANNING}) {
           for (DataType dt : new DataType[] {DataType.FLOAT32, DataType.BFLOAT16}) {
-            assertEquals(Algorithm.LP, ck.allReduce(dt, ReduceOp.SUM, 200_003, false, s));
+            assertEquals(Protocol.LP, ck.allReduce(dt, ReduceOp.SUM, 200_003, false, s));
             ck.allReduce(dt, ReduceOp.AVG, 7, false, s);
             ck.reduceScatter(dt, ReduceOp.SUM, 50_001, s);
             ck.allGather(dt, 50_001, s);
@@ -84,9 +86,9 @@ class LowPrecisionErrorTest {
     return g.run(r -> {
       HostTensor out = HostTensor.allocate(dt, x[r].length);
       for (int i = 0; i < x[r].length; i++) out.setDouble(i, Double.NaN);
-      long lp = g.comm(r).stats().calls(Algorithm.LP);
+      long lp = g.comm(r).stats().calls(Protocol.LP);
       g.comm(r).allReduce(tensor(dt, x[r]), out, op);
-      assertEquals(lp + 1, g.comm(r).stats().calls(Algorithm.LP), "the call ran LP");
+      assertEquals(lp + 1, g.comm(r).stats().calls(Protocol.LP), "the call ran LP");
       return out;
     });
   }
@@ -121,14 +123,14 @@ class LowPrecisionErrorTest {
   void twoRankAllReduceMatchesOneShotEmulationBitForBit(Fp8Format f) {
     long seed = System.nanoTime();
     int n = 2;
-    assertTrue(n <= CommOptions.LP_ONESHOT_MAX_RANKS);
+    assertTrue(n <= Thresholds.LP_ONESHOT_MAX_RANKS);
     CommOptions o = lp(f).toBuilder().stagingBytes(64 << 10).build();
     try (RankGroup g = new RankGroup(n, o)) {
       for (int count : new int[] {1_000_003, 7, 1}) {
         for (DataType dt : new DataType[] {DataType.FLOAT32, DataType.BFLOAT16}) {
           for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
             float[][] x = normal(n, count, dt, seed + count);
-            float[] want = oneShotEmulation(x, f, o.lpBlockSize(), op, dt);
+            float[] want = oneShotEmulation(x, f, Thresholds.lpBlockSize(o), op, dt);
             List<HostTensor> outs = allReduce(g, x, dt, op);
             for (int r = 0; r < n; r++) {
               for (int i = 0; i < count; i++) {
@@ -154,8 +156,8 @@ class LowPrecisionErrorTest {
   void relativeL2ErrorOnNormalData() {
     int count = 1_000_003;
     long seed = System.nanoTime();
-    int[][] cases = {{2, CommOptions.LP_ONESHOT_MAX_RANKS}, {3, CommOptions.LP_ONESHOT_MAX_RANKS},
-        {4, CommOptions.LP_ONESHOT_MAX_RANKS}, {3, 3}};
+    int[][] cases = {{2, Thresholds.LP_ONESHOT_MAX_RANKS}, {3, Thresholds.LP_ONESHOT_MAX_RANKS},
+        {4, Thresholds.LP_ONESHOT_MAX_RANKS}, {3, 3}};
     for (int[] c : cases) {
       int n = c[0];
       boolean oneShot = n <= c[1];

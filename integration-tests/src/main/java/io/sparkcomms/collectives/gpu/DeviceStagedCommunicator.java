@@ -20,19 +20,22 @@ final class DeviceStagedCommunicator implements Communicator {
 
   GpuCommunicator gpu() { return g; }
 
-  private DeviceTensor up(Tensor t) {
+  /** A device buffer holding a copy of host tensor {@code t}. */
+  private DeviceBuffer up(Tensor t) {
     HostTensor h = (HostTensor) t;
-    DeviceTensor d = DeviceTensor.allocate(h.dtype(), h.count(), g.device());
-    d.copyFrom(h);
+    DeviceBuffer d = DeviceBuffer.allocate(h.dtype(), h.count(), g.device());
+    d.view().copyFrom(h);
     return d;
   }
+
+  private static DeviceTensor view(DeviceBuffer b) { return b == null ? null : b.view(); }
 
   private interface Call { void run(DeviceTensor in, DeviceTensor out); }
 
   private void staged(Tensor in, Tensor out, Call c) {
-    try (DeviceTensor din = up(in); DeviceTensor dout = in == out ? null : up(out)) {
-      DeviceTensor o = dout == null ? din : dout;
-      c.run(din, o);
+    try (DeviceBuffer din = up(in); DeviceBuffer dout = in == out ? null : up(out)) {
+      DeviceTensor o = dout == null ? din.view() : dout.view();
+      c.run(din.view(), o);
       o.copyTo((HostTensor) out);
     }
   }
@@ -51,14 +54,14 @@ final class DeviceStagedCommunicator implements Communicator {
   }
   /** Every tensor copied to the device (outputs and recvCounts with their poison), the call, both copied back. */
   @Override public void allToAllV(Tensor in, Tensor sendCounts, Tensor sendOffsets, Tensor out, Tensor recvCounts, Tensor recvOffsets) {
-    try (DeviceTensor din = up(in); DeviceTensor dout = up(out); DeviceTensor dsc = up(sendCounts); DeviceTensor drc = up(recvCounts);
-         DeviceTensor dso = sendOffsets == null ? null : up(sendOffsets); DeviceTensor dro = recvOffsets == null ? null : up(recvOffsets)) {
+    try (DeviceBuffer din = up(in); DeviceBuffer dout = up(out); DeviceBuffer dsc = up(sendCounts); DeviceBuffer drc = up(recvCounts);
+         DeviceBuffer dso = sendOffsets == null ? null : up(sendOffsets); DeviceBuffer dro = recvOffsets == null ? null : up(recvOffsets)) {
       try {
-        if (dso == null) g.allToAllV(din, dsc, dout, drc);
-        else g.allToAllV(din, dsc, dso, dout, drc, dro);
+        if (dso == null) g.allToAllV(din.view(), dsc.view(), dout.view(), drc.view());
+        else g.allToAllV(din.view(), dsc.view(), view(dso), dout.view(), drc.view(), view(dro));
       } finally {
-        drc.copyTo((HostTensor) recvCounts);
-        dout.copyTo((HostTensor) out);
+        drc.view().copyTo((HostTensor) recvCounts);
+        dout.view().copyTo((HostTensor) out);
       }
     }
   }

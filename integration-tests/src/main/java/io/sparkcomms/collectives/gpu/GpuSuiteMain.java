@@ -112,7 +112,7 @@ public final class GpuSuiteMain {
     int n = c.size(), calls = 0;
     for (int maxTotal : new int[] {7, 40_000, 900_000}) {  // the float32 encoding needs index < 1M
       for (AllToAllVHarness.Scenario s : AllToAllVHarness.skewedMatrix(n, seed + maxTotal, maxTotal)) {
-        fails.addAll(AllToAllVHarness.runAndCheck(c, s, false));
+        fails.addAll(AllToAllVHarness.runAndCheck(c, s));
         calls++;
       }
     }
@@ -132,8 +132,8 @@ public final class GpuSuiteMain {
       AllToAllVHarness.Scenario bad = new AllToAllVHarness.Scenario("overflow", DataType.FLOAT32, ok.inCounts(), out, counts,
           ok.sendOffsets(), ro, true, false);
       if (bad.expected().ok()) fails.add("test bug: the overflow scenario is valid: " + bad);
-      fails.addAll(AllToAllVHarness.runAndCheck(c, bad, false));
-      fails.addAll(AllToAllVHarness.runAndCheck(c, ok, false));
+      fails.addAll(AllToAllVHarness.runAndCheck(c, bad));
+      fails.addAll(AllToAllVHarness.runAndCheck(c, ok));
       calls += 2;
     }
     System.out.println("rank " + c.rank() + ": " + calls + " allToAllV calls checked against the reference, " + fails.size() + " failures");
@@ -151,7 +151,7 @@ public final class GpuSuiteMain {
     int[] sizes = {1, 7, 256, 2048, 8192, 65_536, 262_147, 1 << 20};
     java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed); // same on every rank
     List<String> fails = new ArrayList<>();
-    List<DeviceTensor> ins = new ArrayList<>(), outs = new ArrayList<>();
+    List<DeviceBuffer> ins = new ArrayList<>(), outs = new ArrayList<>();
     try {
       for (int w = 0; w < 1000 / window; w++) {
         int[] count = new int[window];
@@ -159,32 +159,32 @@ public final class GpuSuiteMain {
           count[k] = sizes[rnd.nextInt(sizes.length)];
           float[] x = new float[count[k]];
           for (int i = 0; i < x.length; i++) x[i] = (g.rank() + 1) * ((i * 7 + w * window + k) % 13);
-          DeviceTensor in = DeviceTensor.allocate(DataType.FLOAT32, count[k], g.device());
-          in.copyFrom(HostTensor.of(x));
-          DeviceTensor out = DeviceTensor.allocate(DataType.FLOAT32, count[k], g.device());
-          out.fillBytes(0xFF);
+          DeviceBuffer in = DeviceBuffer.allocate(DataType.FLOAT32, count[k], g.device());
+          in.view().copyFrom(HostTensor.of(x));
+          DeviceBuffer out = DeviceBuffer.allocate(DataType.FLOAT32, count[k], g.device());
+          out.view().fillBytes(0xFF);
           ins.add(in);
           outs.add(out);
         }
-        for (int k = 0; k < window; k++) g.allReduceAsync(ins.get(k), outs.get(k), ReduceOp.SUM);
+        for (int k = 0; k < window; k++) g.allReduceAsync(ins.get(k).view(), outs.get(k).view(), ReduceOp.SUM);
         g.synchronize();
         float tri = n * (n + 1) / 2f;
         for (int k = 0; k < window; k++) {
           float[] y = new float[count[k]];
-          outs.get(k).copyTo(HostTensor.of(y));
+          outs.get(k).view().copyTo(HostTensor.of(y));
           for (int i = 0; i < y.length; i++) {
             float want = tri * ((i * 7 + w * window + k) % 13);
             if (y[i] != want && fails.size() < 20) fails.add("back-to-back call " + (w * window + k) + " count " + count[k] + " element " + i + ": " + y[i] + " != " + want);
           }
         }
-        ins.forEach(DeviceTensor::close);
-        outs.forEach(DeviceTensor::close);
+        ins.forEach(DeviceBuffer::close);
+        outs.forEach(DeviceBuffer::close);
         ins.clear();
         outs.clear();
       }
     } finally {
-      ins.forEach(DeviceTensor::close);
-      outs.forEach(DeviceTensor::close);
+      ins.forEach(DeviceBuffer::close);
+      outs.forEach(DeviceBuffer::close);
     }
     System.out.println("rank " + g.rank() + ": 1000 back-to-back allReduces checked, " + fails.size() + " wrong" + " " + g.stats());
     return fails;

@@ -1,12 +1,12 @@
 package io.sparkcomms.collectives.reliability;
 
 import io.sparkcomms.collectives.AllToAllVReference;
-import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CollectiveChecker;
 import io.sparkcomms.collectives.CollectiveChecker.Shape;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.host.AllToAllVHarness;
 import java.util.SplittableRandom;
@@ -62,7 +62,7 @@ final class CallMix {
         int count = logUniform(rnd, maxElems);
         boolean inPlace = rnd.nextInt(4) == 0;
         Shape s = shape(rnd, dt);
-        Algorithm a = ck.allReduce(dt, op, count, inPlace, s);
+        Protocol a = ck.allReduce(dt, op, count, inPlace, s);
         return "allReduce " + dt + " " + op + " " + count + " " + a;
       }
       case REDUCE_SCATTER: {
@@ -70,21 +70,21 @@ final class CallMix {
         ReduceOp op = op(rnd, dt, lpOnly);
         int count = logUniform(rnd, Math.max(1, maxElems / n));
         Shape s = shape(rnd, dt);
-        Algorithm a = ck.reduceScatter(dt, op, count, s);
+        Protocol a = ck.reduceScatter(dt, op, count, s);
         return "reduceScatter " + dt + " " + op + " " + count + " " + a;
       }
       case ALL_GATHER: {
         DataType dt = dtype(rnd, lpOnly);
         int count = logUniform(rnd, Math.max(1, maxElems / n));
         Shape s = shape(rnd, dt);
-        Algorithm a = ck.allGather(dt, count, s);
+        Protocol a = ck.allGather(dt, count, s);
         return "allGather " + dt + " " + count + " " + a;
       }
       case ALL_TO_ALL: {
         DataType dt = dtype(rnd, lpOnly);
         int count = logUniform(rnd, Math.max(1, maxElems / n));
         Shape s = shape(rnd, dt);
-        Algorithm a = ck.allToAll(dt, count, s);
+        Protocol a = ck.allToAll(dt, count, s);
         return "allToAll " + dt + " " + count + " " + a;
       }
       case BROADCAST: {

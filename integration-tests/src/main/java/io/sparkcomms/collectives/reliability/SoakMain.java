@@ -5,6 +5,7 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CollectiveChecker;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.CommStats;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.ReduceOp;
@@ -284,10 +285,10 @@ public final class SoakMain {
     if (pending != null) pending.waitFor();
     System.gc();
     long rssEnd = ShmProbe.rssKb();
-    Map<Algorithm, Long> byAlgo = new EnumMap<>(Algorithm.class);
+    Map<Protocol, Long> byAlgo = new EnumMap<>(Protocol.class);
     for (Communicator c : comms) {
       CommStats s = c.stats();
-      for (Algorithm al : Algorithm.values()) if (s.calls(al) > 0) byAlgo.merge(al, s.calls(al), Long::sum);
+      for (Protocol al : Protocol.values()) if (s.calls(al) > 0) byAlgo.merge(al, s.calls(al), Long::sum);
     }
     for (Communicator c : comms) c.close();
     System.gc();

@@ -51,7 +51,7 @@ import java.util.concurrent.locks.LockSupport;
  * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
  * {@code CORRUPTED id ok at nanos calls i peer p value v} (the helper's write; nanos: System.nanoTime()
  * right before it, i: the RUN's call index then) or {@code CORRUPTED id failed: ...},
- * {@code ALGOS id calls FLAT=n LP=n ...} (calls completed, by algorithm), {@code DONE id calls},
+ * {@code ALGOS id calls FLAT=n LP=n ...} (calls completed, by protocol), {@code DONE id calls},
  * {@code FAIL id Exception message}; GPU backend, at the start of every RUN and for RES:
  * {@code RES id comms ipcMappings allocations} (sc_live_resources: what the process still holds, e.g.
  * from the trial before; all three must be 0), and {@code WARM ms}. RUN, WARM, RES and EXIT run in
@@ -127,7 +127,7 @@ public final class WorkerMain {
     try {
       int n = gpuCount();
       for (int d = 0; d < n; d++) {
-        io.sparkcomms.collectives.gpu.DeviceTensor.allocate(io.sparkcomms.collectives.DataType.INT64, 32, d).close();
+        io.sparkcomms.collectives.gpu.DeviceBuffer.allocate(io.sparkcomms.collectives.DataType.INT64, 32, d).close();
       }
       out.println("WARM " + (System.nanoTime() - t0) / 1_000_000);
     } catch (Throwable t) {
@@ -310,10 +310,10 @@ public final class WorkerMain {
     if (t.isAlive()) out.println("CORRUPTED " + id + " failed: the write did not return within 30 s");
   }
 
-  /** Calls that completed on {@code c}, by algorithm: shows e.g. that an LP row really ran LP. */
+  /** Calls that completed on {@code c}, by the protocol that ran: shows e.g. that an LP row really ran LP. */
   private static void algos(String id, Communicator c) {
     StringBuilder b = new StringBuilder("ALGOS " + id + " calls");
-    c.stats().callsByAlgorithm().forEach((a, n) -> b.append(' ').append(a).append('=').append(n));
+    c.stats().callsByProtocol().forEach((a, n) -> b.append(' ').append(a).append('=').append(n));
     out.println(b);
   }
 

@@ -208,7 +208,7 @@ public final class DataParallelTrainer<T> implements Serializable {
         }
       }
       Map<String, Long> calls = new LinkedHashMap<>();
-      comm.stats().callsByAlgorithm().forEach((a, c) -> calls.put(a.name(), c));
+      comm.stats().callsByProtocol().forEach((a, c) -> calls.put(a.name(), c));
       return List.of(new TrainingResult(params, losses.stream().mapToDouble(Double::doubleValue).toArray(), start,
           comm.size(), comm.backendName(), calls, System.nanoTime() - t0)).iterator();
     }

@@ -11,17 +11,17 @@ public final class TrainingResult implements Serializable {
   private final int resumedFromEpoch;
   private final int ranks;
   private final String backend;
-  private final Map<String, Long> callsByAlgorithm;
+  private final Map<String, Long> callsByProtocol;
   private final long trainNanos;
 
   TrainingResult(float[] params, double[] lossPerEpoch, int resumedFromEpoch, int ranks, String backend,
-      Map<String, Long> callsByAlgorithm, long trainNanos) {
+      Map<String, Long> callsByProtocol, long trainNanos) {
     this.params = params;
     this.lossPerEpoch = lossPerEpoch;
     this.resumedFromEpoch = resumedFromEpoch;
     this.ranks = ranks;
     this.backend = backend;
-    this.callsByAlgorithm = callsByAlgorithm;
+    this.callsByProtocol = callsByProtocol;
     this.trainNanos = trainNanos;
   }
 
@@ -39,15 +39,15 @@ public final class TrainingResult implements Serializable {
   /** The communicator backend ("host" or "gpu"). */
   public String backend() { return backend; }
 
-  /** Collective calls of rank 0 per algorithm (FLAT, TREE, LP, ...), this run only. */
-  public Map<String, Long> callsByAlgorithm() { return callsByAlgorithm; }
+  /** Collective calls of rank 0 per protocol that ran (FLAT, TREE, LP, ...), this run only. */
+  public Map<String, Long> callsByProtocol() { return callsByProtocol; }
 
   /** Time in the barrier task of rank 0 (training loop, checkpoints included). */
   public long trainNanos() { return trainNanos; }
 
   @Override public String toString() {
     return "TrainingResult{epochs=" + lossPerEpoch.length + ", resumedFrom=" + resumedFromEpoch + ", ranks=" + ranks
-        + ", backend=" + backend + ", calls=" + callsByAlgorithm + ", finalLoss="
+        + ", backend=" + backend + ", calls=" + callsByProtocol + ", finalLoss="
         + (lossPerEpoch.length == 0 ? "n/a" : lossPerEpoch[lossPerEpoch.length - 1]) + "}";
   }
 }

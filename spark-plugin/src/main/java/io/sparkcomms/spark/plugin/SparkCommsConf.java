@@ -1,6 +1,7 @@
 package io.sparkcomms.spark.plugin;
 
 import io.sparkcomms.collectives.Algorithm;
+import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Flags;
@@ -55,10 +56,10 @@ public final class SparkCommsConf {
       "Communicator backend: `auto` (GPU when available, else host), `host` or `gpu`. Env: `SPARKCOMMS_BACKEND`.");
   public static final Entry ALGO = entry("algo", "auto",
       "Force an algorithm: `auto`, `flat`, `tree`, `lp` or `vendor`. Env: `SPARKCOMMS_ALGO`.");
-  public static final Entry FLAT_MAX_BYTES = entry("flatMaxBytes", "(measured)",
-      "Largest allReduce that uses the flat one-shot algorithm under `auto`. Unset: the measured default of the backend and rank count (GPU 2 ranks 4M, 3-4 ranks 512K, more 256K; host 256K). Env: `RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES`.");
-  public static final Entry TREE_MAX_BYTES = entry("treeMaxBytes", "(measured)",
-      "Largest allReduce that uses the tree two-shot algorithm under `auto`; above it NCCL/RCCL where loaded. Unset: GPU 128M, host unlimited. Env: `RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES`.");
+  public static final Entry FLAT_MAX_BYTES = entry("flatMaxBytes", "(backend)",
+      "Largest allReduce that uses the flat one-shot algorithm under `auto`. Unset: the backend's default (host " + Sizes.format(Thresholds.FLAT_MAX_BYTES) + "; GPU: the native library's, per rank count). Env: `RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES`.");
+  public static final Entry TREE_MAX_BYTES = entry("treeMaxBytes", "(backend)",
+      "Largest allReduce that uses the tree two-shot algorithm under `auto`; above it NCCL/RCCL where loaded. Unset: the backend's default (host unlimited; GPU: the native library's, per rank count). Env: `RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES`.");
   public static final Entry TIMEOUT = entry("timeout", CommOptions.DEFAULT_TIMEOUT.toSeconds() + "s",
       "Bound of every wait for a peer: collectives and the barrier-stage rendezvous (Spark time string). Env: `SPARKCOMMS_TIMEOUT_MS`.");
   public static final Entry LOW_PRECISION = entry("lowPrecision", "false",
@@ -71,17 +72,16 @@ public final class SparkCommsConf {
       "Low precision for reduceScatter; overrides `lowPrecision`. Env: `RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER`.");
   public static final Entry LOW_PRECISION_ALL_TO_ALL = entry("lowPrecision.allToAll", "(lowPrecision)",
       "Low precision for allToAll; overrides `lowPrecision`. Env: `RCCL_LOW_PRECISION_ENABLE_ALLTOALL`.");
-  public static final Entry LP_MIN_BYTES = entry("lpMinBytes", Sizes.format(CommOptions.DEFAULT_LP_MIN_BYTES),
-      "Smallest message that uses FP8 when low precision is enabled. Env: `SPARKCOMMS_LP_MIN_BYTES`.");
+  public static final Entry LP_MIN_BYTES = entry("lpMinBytes", "(backend)",
+      "Smallest message that uses FP8 when low precision is enabled. Unset: host " + Sizes.format(Thresholds.LP_MIN_BYTES) + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_MIN_BYTES`.");
   public static final Entry FP8_FORMAT = entry("fp8Format", "(device)",
       "FP8 wire format: `e4m3fn` or `e4m3fnuz`; unset chooses from the device (E4M3FNUZ on gfx942). Env: `SPARKCOMMS_FP8_FORMAT`.");
-  public static final Entry LP_BLOCK_SIZE = entry("lpBlockSize", Integer.toString(CommOptions.DEFAULT_LP_BLOCK_SIZE),
-      "Elements per FP8 scale. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
-  public static final Entry LP_ONESHOT_MAX_RANKS = entry("lpOneShotMaxRanks", Integer.toString(CommOptions.LP_ONESHOT_MAX_RANKS),
-      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Both backends. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
-  public static final Entry STAGING_BYTES = entry("stagingBytes", Sizes.format(CommOptions.DEFAULT_STAGING_BYTES) + " host, "
-      + Sizes.format(CommOptions.DEFAULT_GPU_STAGING_BYTES) + " GPU",
-      "Per-rank staging buffer; larger messages are processed in chunks. Env: `SPARKCOMMS_STAGING_BYTES`.");
+  public static final Entry LP_BLOCK_SIZE = entry("lpBlockSize", "(backend)",
+      "Elements per FP8 scale. Unset: host " + Thresholds.LP_BLOCK_SIZE + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
+  public static final Entry LP_ONESHOT_MAX_RANKS = entry("lpOneShotMaxRanks", "(backend)",
+      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Both backends. Unset: host " + Thresholds.LP_ONESHOT_MAX_RANKS + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
+  public static final Entry STAGING_BYTES = entry("stagingBytes", "(backend)",
+      "Per-rank staging buffer; larger messages are processed in chunks. Unset: host " + Sizes.format(Thresholds.STAGING_BYTES) + "; GPU: the native library's default. Env: `SPARKCOMMS_STAGING_BYTES`.");
 
   private static final Map<Entry, Collective> PER_COLLECTIVE_LP = Map.of(
       LOW_PRECISION_ALL_REDUCE, Collective.ALL_REDUCE,

@@ -3,8 +3,8 @@ package io.sparkcomms.spark.plugin;
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Histogram;
 import com.codahale.metrics.MetricRegistry;
-import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CommStats;
+import io.sparkcomms.collectives.Protocol;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Optional;
@@ -18,9 +18,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * <ul>
  *   <li>{@code communicators.created}: counter; {@code communicators.setupMillis}: histogram of the
  *       time {@code BarrierComms.get()} took to build a communicator (rendezvous included).</li>
- *   <li>{@code collectives.<algo>.calls} and {@code collectives.<algo>.bytes}: counters per algorithm.</li>
- *   <li>{@code collectives.<algo>.latencyMicros}: histogram; one sample per communicator and
- *       algorithm, the mean latency of its calls ({@link CommStats} keeps totals, not single calls).</li>
+ *   <li>{@code collectives.<protocol>.calls} and {@code collectives.<protocol>.bytes}: counters per
+ *       {@link Protocol} that ran (lamport, ll, flat, tree, lp, vendor).</li>
+ *   <li>{@code collectives.<protocol>.latencyMicros}: histogram; one sample per communicator and
+ *       protocol, the mean latency of its calls ({@link CommStats} keeps totals, not single calls).</li>
  * </ul>
  *
  * <p>Lifecycle: the executor plugin {@link #install installs} one per JVM in {@code init} and
@@ -33,16 +34,15 @@ public final class SparkCommsMetrics {
 
   private final Counter created;
   private final Histogram setupMillis;
-  private final Map<Algorithm, Counter> calls = new EnumMap<>(Algorithm.class);
-  private final Map<Algorithm, Counter> bytes = new EnumMap<>(Algorithm.class);
-  private final Map<Algorithm, Histogram> latency = new EnumMap<>(Algorithm.class);
+  private final Map<Protocol, Counter> calls = new EnumMap<>(Protocol.class);
+  private final Map<Protocol, Counter> bytes = new EnumMap<>(Protocol.class);
+  private final Map<Protocol, Histogram> latency = new EnumMap<>(Protocol.class);
 
   SparkCommsMetrics(MetricRegistry registry) {
     created = registry.counter("communicators.created");
     setupMillis = registry.histogram("communicators.setupMillis");
-    for (Algorithm a : Algorithm.values()) {
-      if (a == Algorithm.AUTO) continue;
-      String base = "collectives." + a.name().toLowerCase();
+    for (Protocol a : Protocol.values()) {
+      String base = "collectives." + a.name().toLowerCase(java.util.Locale.ROOT);
       calls.put(a, registry.counter(base + ".calls"));
       bytes.put(a, registry.counter(base + ".bytes"));
       latency.put(a, registry.histogram(base + ".latencyMicros"));
@@ -68,8 +68,8 @@ public final class SparkCommsMetrics {
 
   /** Adds a finished communicator's statistics. */
   public void recordStats(CommStats stats) {
-    for (Map.Entry<Algorithm, Counter> e : calls.entrySet()) {
-      Algorithm a = e.getKey();
+    for (Map.Entry<Protocol, Counter> e : calls.entrySet()) {
+      Protocol a = e.getKey();
       long n = stats.calls(a);
       if (n == 0) continue;
       e.getValue().inc(n);
@@ -78,11 +78,11 @@ public final class SparkCommsMetrics {
     }
   }
 
-  /** Calls recorded so far for {@code a}. */
-  public long calls(Algorithm a) { return a == Algorithm.AUTO ? 0 : calls.get(a).getCount(); }
+  /** Calls recorded so far that ran {@code p}. */
+  public long calls(Protocol p) { return calls.get(p).getCount(); }
 
-  /** Bytes recorded so far for {@code a}. */
-  public long bytes(Algorithm a) { return a == Algorithm.AUTO ? 0 : bytes.get(a).getCount(); }
+  /** Bytes recorded so far of calls that ran {@code p}. */
+  public long bytes(Protocol p) { return bytes.get(p).getCount(); }
 
   /** Communicators built so far. */
   public long communicatorsCreated() { return created.getCount(); }

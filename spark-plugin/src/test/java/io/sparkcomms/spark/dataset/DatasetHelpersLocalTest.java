@@ -226,7 +226,7 @@ class DatasetHelpersLocalTest {
     assertEquals(6, st.epochsDone());
     assertArrayEquals(straight.params(), st.params(), 0f);
     // 20 steps per epoch (80 rows per rank, batches of 16... ceil(80/16) = 5) x 3 epochs of allReduce in the resumed run
-    assertTrue(resumed.callsByAlgorithm().values().stream().mapToLong(Long::longValue).sum() >= 15, resumed.toString());
+    assertTrue(resumed.callsByProtocol().values().stream().mapToLong(Long::longValue).sum() >= 15, resumed.toString());
     // Already done: nothing to train, same result.
     TrainingResult again = t.checkpointDir(two).epochs(6).fit(rdd);
     assertEquals(6, again.resumedFromEpoch());
@@ -239,8 +239,8 @@ class DatasetHelpersLocalTest {
         .initialParams(new float[7]).epochs(15).learningRate(0.5);
     TrainingResult fp32 = t.comm(CommSettings.fromSparkConf().lowPrecision(false)).fit(sc.parallelize(data, 4));
     TrainingResult lp = t.comm(CommSettings.fromSparkConf().lowPrecision(true, 0)).fit(sc.parallelize(data, 4));
-    assertTrue(lp.callsByAlgorithm().getOrDefault("LP", 0L) >= 15, lp.toString());
-    assertEquals(0L, fp32.callsByAlgorithm().getOrDefault("LP", 0L), fp32.toString());
+    assertTrue(lp.callsByProtocol().getOrDefault("LP", 0L) >= 15, lp.toString());
+    assertEquals(0L, fp32.callsByProtocol().getOrDefault("LP", 0L), fp32.toString());
     double a = fp32.lossPerEpoch()[14];
     double b = lp.lossPerEpoch()[14];
     assertTrue(Math.abs(a - b) < 0.02 * a + 1e-3, "fp32 " + a + " lp " + b);

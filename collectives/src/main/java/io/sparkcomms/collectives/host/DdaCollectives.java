@@ -1,0 +1,117 @@
+package io.sparkcomms.collectives.host;
+
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.ReduceOp;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+
+/**
+ * The full-precision host algorithms (direct access to every rank's areas): the flat one-shot and
+ * tree two-shot allReduce, allGather, reduceScatter, allToAll and broadcast. Each chunk: stage this
+ * rank's part into its input area, sync, read the peers' areas, end barrier. A call with a local
+ * problem ({@link HostCall#problem()}) stages nothing and raises at the first sync.
+ */
+final class DdaCollectives {
+  private final ShmContext x;
+  private final HostReducer reducer;
+  private final int[] zeroOffsets;
+  private final ByteBuffer scratch = ByteBuffer.allocateDirect(HostReducer.BLOCK * 8).order(ByteOrder.nativeOrder());
+
+  DdaCollectives(ShmContext x, HostReducer reducer) {
+    this.x = x;
+    this.reducer = reducer;
+    this.zeroOffsets = new int[x.size];
+  }
+
+  void flatAllReduce(HostCall c) {
+    int es = c.dtype().size();
+    ShmContext.forEachChunk(c.count(), x.staging / es, (off, k, first) -> {
+      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
+      x.sync(c, first);
+      reduceInto(c.dtype(), c.op(), x.inputs, zeroOffsets, k, c.out(), off);
+      x.end(c);
+    });
+  }
+
+  void treeAllReduce(HostCall c) {
+    int es = c.dtype().size();
+    int[] offs = new int[x.size];
+    ShmContext.forEachChunk(c.count(), x.staging / es, (off, k, first) -> {
+      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
+      x.sync(c, first);
+      // reduce-scatter: this rank reduces its slice from every peer into its result area
+      int a = slice(k, x.rank), b = slice(k, x.rank + 1);
+      Arrays.fill(offs, a * es);
+      reducer.reduce(c.dtype(), c.op(), x.inputs, offs, b - a, x.results[x.rank], a * es);
+      x.barrier(c, "reduce-scatter");
+      // all-gather: slice j from rank j's result area
+      for (int j = 0; j < x.size; j++) {
+        int aj = slice(k, j), bj = slice(k, j + 1);
+        c.out().copyFrom(x.results[j], aj * es, off + aj, bj - aj);
+      }
+      x.end(c);
+    });
+  }
+
+  /** Start of slice j of k elements split over the ranks. */
+  private int slice(int k, int j) { return (int) ((long) k * j / x.size); }
+
+  void allGather(HostCall c) {
+    long count = c.count();
+    ShmContext.forEachChunk(count, x.staging / c.dtype().size(), (off, k, first) -> {
+      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
+      x.sync(c, first);
+      for (int p = 0; p < x.size; p++) c.out().copyFrom(x.inputs[p], 0, p * count + off, k);
+      x.end(c);
+    });
+  }
+
+  /** reduceScatter and allToAll: stage one slice per peer, then read ours from everyone. */
+  void scatterLike(HostCall c) {
+    int es = c.dtype().size();
+    long count = c.count();
+    int n = x.size;
+    int[] offs = new int[n];
+    ShmContext.forEachChunk(count, Math.max(1, x.staging / (n * es)), (off, k, first) -> {
+      if (c.problem() == null) {
+        for (int p = 0; p < n; p++) c.in().copyTo(p * count + off, k, x.inputs[x.rank], p * k * es);
+      }
+      x.sync(c, first);
+      if (c.kind() == Collective.REDUCE_SCATTER) {
+        Arrays.fill(offs, x.rank * k * es);
+        reduceInto(c.dtype(), c.op(), x.inputs, offs, k, c.out(), off);
+      } else {
+        for (int p = 0; p < n; p++) c.out().copyFrom(x.inputs[p], x.rank * k * es, p * count + off, k);
+      }
+      x.end(c);
+    });
+  }
+
+  void broadcast(HostCall c) {
+    int root = c.root();
+    ShmContext.forEachChunk(c.count(), x.staging / c.dtype().size(), (off, k, first) -> {
+      if (c.problem() == null && x.rank == root) c.in().copyTo(off, k, x.inputs[x.rank], 0);
+      x.sync(c, first);
+      c.out().copyFrom(x.inputs[root], 0, off, k);
+      x.end(c);
+    });
+  }
+
+  /** A barrier: the first sync (with the descriptor check) and nothing else. */
+  void barrier(HostCall c) { x.begin(c); }
+
+  /** Reduces {@code n} elements from {@code srcs} into {@code out} starting at element {@code to}. */
+  private void reduceInto(DataType dt, ReduceOp op, ByteBuffer[] srcs, int[] offs, int n, HostTensor out, long to) {
+    int es = dt.size();
+    int[] o = new int[srcs.length];
+    for (int d = 0; d < n; d += HostReducer.BLOCK) {
+      int m = Math.min(HostReducer.BLOCK, n - d);
+      for (int i = 0; i < o.length; i++) o[i] = offs[i] + d * es;
+      reducer.reduce(dt, op, srcs, o, m, scratch, 0);
+      out.copyFrom(scratch, 0, to + d, m);
+    }
+  }
+}
