@@ -3,6 +3,7 @@ package io.sparkcomms.benchmarks;
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Sizes;
+import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import java.io.BufferedReader;
@@ -226,10 +227,16 @@ final class BenchLauncher {
     out.println("# backend: " + (cfg.backend == CommOptions.Backend.HOST ? "host (shared memory, /dev/shm)" : "gpu")
         + ", ranks: " + n + ", collective: " + cfg.collectiveName() + ", dtype: " + cfg.typeName() + ", op: " + cfg.opName());
     out.println("# algorithms: " + cfg.algoList() + ", baseline: " + cfg.baseline.name().toLowerCase());
-    out.println("# options: staging " + Sizes.format(o.stagingBytes(gpu)) + " per rank, lp block " + o.lpBlockSize()
-        + ", fp8 " + o.fp8FormatOrDefault() + ", auto thresholds: flat max " + bytes(o.flatMaxBytes(gpu, n))
-        + ", tree max " + bytes(o.treeMaxBytes(gpu, n)) + ", low precision under auto: " + o.lowPrecision() + " (min "
-        + Sizes.format(o.lpMinBytes()) + "), timeout " + o.timeout().toSeconds() + " s");
+    if (gpu) {
+      // the GPU library's own defaults (docs/configuration.md) apply to whatever is not set here
+      out.println("# options: " + o + " (unset: the GPU library's defaults)");
+    } else {
+      out.println("# options: staging " + Sizes.format(Thresholds.stagingBytes(o)) + " per rank, lp block "
+          + Thresholds.lpBlockSize(o) + ", fp8 " + Thresholds.fp8Format(o) + ", auto thresholds: flat max "
+          + bytes(Thresholds.flatMaxBytes(o)) + ", tree max " + bytes(o.treeMaxBytes() == CommOptions.BACKEND_DEFAULT ? Long.MAX_VALUE : o.treeMaxBytes())
+          + ", low precision under auto: " + o.lowPrecision() + " (min " + Sizes.format(Thresholds.lpMinBytes(o))
+          + "), timeout " + o.timeout().toSeconds() + " s");
+    }
     out.println("# sizes: " + Sizes.format(cfg.minBytes) + " to " + Sizes.format(cfg.maxBytes) + ", factor " + cfg.factor
         + "; warm-up " + cfg.warmup + "; timed iterations: "
         + (cfg.iters > 0 ? Integer.toString(cfg.iters)

@@ -7,9 +7,11 @@ import io.sparkcomms.collectives.CommStats;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.algo.AlgorithmSelector;
+import io.sparkcomms.collectives.gpu.DeviceBuffer;
 import io.sparkcomms.collectives.gpu.DeviceTensor;
 import io.sparkcomms.collectives.host.HostCommunicator;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
@@ -99,16 +101,16 @@ final class RankWorker {
           continue;
         }
         try (Buffers b = new Buffers(l)) {
-          Set<Algorithm> seen = new HashSet<>();
+          Set<Protocol> seen = new HashSet<>();
           for (Algorithm a : cfg.algorithms) {
             Communicator comm = comms.get(a.name());
-            Algorithm predicted = predict(comm, l);
+            Protocol predicted = predict(comm, l, a);
             if (cfg.algorithms.size() > 1 && predicted != null && !seen.add(predicted)) continue;
             totalWrong += row(w, l, b, comm, predicted, null);
           }
           if (tcp != null) totalWrong += row(w, l, b, null, null, "tcp");
           if (cfg.baseline == BenchConfig.Baseline.VENDOR) {
-            totalWrong += row(w, l, b, comms.get("VENDOR_BASELINE"), Algorithm.VENDOR, null);
+            totalWrong += row(w, l, b, comms.get("VENDOR_BASELINE"), Protocol.VENDOR, null);
           }
         }
       }
@@ -165,14 +167,18 @@ final class RankWorker {
   private final class Buffers implements AutoCloseable {
     final HostTensor in;
     final HostTensor res;
+    final DeviceBuffer dinBuf;
+    final DeviceBuffer dresBuf;
     final DeviceTensor din;
     final DeviceTensor dres;
 
     Buffers(BenchData.Layout l) {
       in = HostTensor.allocate(cfg.dtype, l.inCount());
       res = HostTensor.allocate(cfg.dtype, l.outCount());
-      din = gpu() ? DeviceTensor.allocate(cfg.dtype, l.inCount(), device()) : null;
-      dres = gpu() ? DeviceTensor.allocate(cfg.dtype, l.outCount(), device()) : null;
+      dinBuf = gpu() ? DeviceBuffer.allocate(cfg.dtype, l.inCount(), device()) : null;
+      dresBuf = gpu() ? DeviceBuffer.allocate(cfg.dtype, l.outCount(), device()) : null;
+      din = dinBuf != null ? dinBuf.view() : null;
+      dres = dresBuf != null ? dresBuf.view() : null;
     }
 
     /** After the host arrays were filled: copy them to the device. */
@@ -189,16 +195,19 @@ final class RankWorker {
     }
 
     @Override public void close() {
-      if (din != null) din.close();
-      if (dres != null) dres.close();
+      if (dinBuf != null) dinBuf.close();
+      if (dresBuf != null) dresBuf.close();
     }
   }
 
-  /** The algorithm the selector will pick (used to skip duplicate rows; the row reports what ran). */
-  private Algorithm predict(Communicator comm, BenchData.Layout l) {
+  /**
+   * The protocol the host policy will pick for request {@code a} (used to skip duplicate rows; the
+   * row reports what ran). On the GPU the native library decides per call: null, no row is skipped.
+   */
+  private Protocol predict(Communicator comm, BenchData.Layout l, Algorithm a) {
+    if (gpu()) return null;
     try {
-      return AlgorithmSelector.choose(cfg.collective, l.bytes(), n, cfg.dtype, op, comm.options(),
-          new AlgorithmSelector.Backend(gpu(), false, !gpu()));
+      return AlgorithmSelector.choose(cfg.collective, l.bytes(), n, cfg.dtype, op, a, comm.options());
     } catch (IllegalArgumentException e) {
       return null;
     }
@@ -212,7 +221,7 @@ final class RankWorker {
           + (multi ? ", duplicate rows are skipped" : ""));
     }
     if (cfg.algorithms.contains(Algorithm.LP)
-        && !AlgorithmSelector.lowPrecisionEligible(cfg.collective, cfg.dtype, op)) {
+        && !io.sparkcomms.collectives.plan.CallPlanner.lowPrecisionEligible(cfg.collective, cfg.dtype, op)) {
       notes.add("lp needs float32/bfloat16" + (cfg.reduces() ? " and sum/avg" : "") + " on " + cfg.collectiveName()
           + "; this configuration falls back to the exact path" + (multi ? ", duplicate rows are skipped" : ""));
     }
@@ -224,10 +233,10 @@ final class RankWorker {
         + " (from the communicator's stats), tcp = the naive baseline");
   }
 
-  private static final Algorithm[] ALGOS = Algorithm.values();
+  private static final Protocol[] ALGOS = Protocol.values();
 
   /** One row: fresh inputs, warm-up, timed calls, check. Returns the wrong count (all ranks). */
-  private long row(ResultWriter w, BenchData.Layout l, Buffers b, Communicator comm, Algorithm predicted, String label) {
+  private long row(ResultWriter w, BenchData.Layout l, Buffers b, Communicator comm, Protocol predicted, String label) {
     long seed = BenchData.mix((cfg.seed == null ? 0 : cfg.seed) + 0x5851F42D4C957F2DL * ++rowId);
     HostTensor in = b.in, res = b.res;
     BenchData.fill(in, seed, rank, op);
@@ -323,12 +332,12 @@ final class RankWorker {
   }
 
   /** The algorithm the timed calls ran with, from the stats; the prediction if the stats are unclear. */
-  private static String ran(CommStats s, long[] before, int iters, Algorithm predicted) {
-    Algorithm best = null;
+  private static String ran(CommStats s, long[] before, int iters, Protocol predicted) {
+    Protocol best = null;
     for (int i = 0; i < ALGOS.length; i++) {
       if (s.calls(ALGOS[i]) - before[i] == iters) best = ALGOS[i];
     }
-    if (best == null) best = predicted != null ? predicted : Algorithm.AUTO;
+    if (best == null) return predicted != null ? predicted.name().toLowerCase(Locale.ROOT) : "auto";
     return best.name().toLowerCase(Locale.ROOT);
   }
 }

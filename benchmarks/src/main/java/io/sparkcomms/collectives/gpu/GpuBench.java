@@ -5,6 +5,7 @@ import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HalfFloats;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Sizes;
 import io.sparkcomms.collectives.Work;
@@ -149,20 +150,23 @@ public final class GpuBench {
         DataType dt = DataType.valueOf(dn.trim().toUpperCase(Locale.ROOT));
         for (long bytes = minB; bytes <= maxB; bytes *= factor) {
           long count = bytes / dt.size();
-          try (DeviceTensor in = DeviceTensor.allocate(dt, count, device); DeviceTensor out = DeviceTensor.allocate(dt, count, device)) {
+          try (DeviceBuffer inBuf = DeviceBuffer.allocate(dt, count, device); DeviceBuffer outBuf = DeviceBuffer.allocate(dt, count, device)) {
+            DeviceTensor in = inBuf.view(), out = outBuf.view();
             HostTensor h = HostTensor.allocate(dt, Math.toIntExact(count));
             fillInput(h, rank, seed);
             in.copyFrom(h);
             double vendorUs = Double.NaN;
             List<String[]> pending = new ArrayList<>();
             for (Algorithm algo : ALGOS) {
-              if (algo == Algorithm.VENDOR && !g.vendorAvailable()) continue;
+              if (algo == Algorithm.VENDOR && !g.vendorLoaded()) continue;
               if (algo == Algorithm.FLAT && bytes > (256L << 20)) continue; // one-shot traffic is O(n^2): pointless beyond
               double[] r = timeOne(g, in, out, algo, bytes);
               out.copyTo(h);
               double[] check = check(h, n, seed);
               if (algo == Algorithm.VENDOR) vendorUs = r[0];
-              String name = algo == Algorithm.AUTO ? "auto(" + Algorithm.values()[(int) r[2]].name().toLowerCase(Locale.ROOT) + ")" : algo == Algorithm.VENDOR ? "nccl" : algo.name().toLowerCase(Locale.ROOT);
+              // the request and the protocol that ran (sc_plan's answer, recorded by allReduceOnStream)
+              String ran = Protocol.values()[(int) r[2]].name().toLowerCase(Locale.ROOT);
+              String name = algo == Algorithm.VENDOR ? "nccl" : algo.name().toLowerCase(Locale.ROOT) + "(" + ran + ")";
               double algbw = bytes / r[0] / 1e3;
               pending.add(new String[] {Sizes.format(bytes), "" + count, dt.name().toLowerCase(Locale.ROOT), "sum", name,
                   String.format(Locale.ROOT, "%.2f", r[0]), String.format(Locale.ROOT, "%.1f", algbw),
@@ -203,7 +207,7 @@ public final class GpuBench {
    */
   private static double[] timeOne(GpuCommunicator g, DeviceTensor in, DeviceTensor out, Algorithm algo, long bytes) {
     out.fillBytes(0xFF);
-    Algorithm used = Algorithm.AUTO;
+    Protocol used = Protocol.FLAT;
     for (int i = 0; i < 5; i++) used = g.allReduceOnStream(in, out, ReduceOp.SUM, algo);
     g.synchronize();
     // estimates: the host's launch time per call (queued, no wait) and the time per call with a wait
@@ -242,7 +246,7 @@ public final class GpuBench {
       // and the earlier rank's first call would wait that long for its peer, inside the timed run.
       Work aligned = g.barrierAsync();
       g.delayStream(delayUs);
-      Pointer s = new DevicePointer(g.streamAddress());
+      Pointer s = new AddressPointer(g.streamAddress());
       Native.check(SparkCommsNative.sc_event_record(start, s), "sc_event_record");
       long h0 = System.nanoTime();
       for (int i = 0; i < iters; i++) g.allReduceOnStream(in, out, ReduceOp.SUM, algo);
@@ -260,7 +264,8 @@ public final class GpuBench {
   }
 
   private static double maxOverRanks(GpuCommunicator g, double v) {
-    try (DeviceTensor t = DeviceTensor.allocate(DataType.FLOAT64, 1, g.device())) {
+    try (DeviceBuffer b = DeviceBuffer.allocate(DataType.FLOAT64, 1, g.device())) {
+      DeviceTensor t = b.view();
       double[] x = {v};
       t.copyFrom(HostTensor.of(x));
       g.allReduce(t, ReduceOp.MAX);

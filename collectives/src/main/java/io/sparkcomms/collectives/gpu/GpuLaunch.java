@@ -15,11 +15,10 @@ import org.bytedeco.javacpp.Pointer;
  * protocol the call runs ({@code sc_plan}, with the call's own count argument and its normalized
  * request as {@code SC_ALGO_*}), {@link #start} enqueues it through that protocol's entry point.
  *
- * <p>Entry points: allReduce always {@code sc_allreduce} with the same request that was planned (the
- * library runs what {@code sc_plan} answered for it); the other collectives the entry point of the
- * planned protocol: LP {@code sc_*_lp}, VENDOR {@code sc_vendor_*}, FLAT the direct {@code sc_*}.
- * A protocol code outside the ABI's, or one this collective has no entry point for, is an error
- * before anything is launched.
+ * <p>Entry points: every collective's own {@code sc_*} with the same request that was planned: the
+ * library runs what {@code sc_plan} answered for it (both call the same policy). A protocol code
+ * outside the ABI's, or one this collective has no entry point for, is an error before anything is
+ * launched.
  */
 final class GpuLaunch {
   private final sc_comm comm;
@@ -78,23 +77,18 @@ final class GpuLaunch {
     int op = opCode(c);
     double f = c.op() == null ? 1 : c.op().factor();
     long n = c.count();
+    int algo = c.request().code();
     switch (c.kind()) {
       case ALL_REDUCE:
-        return SparkCommsNative.sc_allreduce(comm, in, out, n, dt, op, f, c.request().code(), stream);
+        return SparkCommsNative.sc_allreduce(comm, in, out, n, dt, op, f, algo, stream);
       case ALL_GATHER:
-        return p == Protocol.VENDOR ? SparkCommsNative.sc_vendor_allgather(comm, in, out, n, dt, stream)
-            : p == Protocol.LP ? SparkCommsNative.sc_allgather_lp(comm, in, out, n, dt, stream)
-            : SparkCommsNative.sc_allgather(comm, in, out, n, dt, stream);
+        return SparkCommsNative.sc_allgather(comm, in, out, n, dt, algo, stream);
       case REDUCE_SCATTER:
-        return p == Protocol.VENDOR ? SparkCommsNative.sc_vendor_reducescatter(comm, in, out, n, dt, op, f, stream)
-            : p == Protocol.LP ? SparkCommsNative.sc_reducescatter_lp(comm, in, out, n, dt, op, stream)
-            : SparkCommsNative.sc_reducescatter(comm, in, out, n, dt, op, f, stream);
+        return SparkCommsNative.sc_reducescatter(comm, in, out, n, dt, op, f, algo, stream);
       case ALL_TO_ALL:
-        return p == Protocol.LP ? SparkCommsNative.sc_alltoall_lp(comm, in, out, n, dt, stream)
-            : SparkCommsNative.sc_alltoall(comm, in, out, n, dt, stream);
+        return SparkCommsNative.sc_alltoall(comm, in, out, n, dt, algo, stream);
       case BROADCAST:
-        return p == Protocol.VENDOR ? SparkCommsNative.sc_vendor_broadcast(comm, in, out, n, dt, c.root(), stream)
-            : SparkCommsNative.sc_broadcast(comm, in, out, n, dt, c.root(), stream);
+        return SparkCommsNative.sc_broadcast(comm, in, out, n, dt, c.root(), algo, stream);
       case BARRIER:
         return SparkCommsNative.sc_barrier(comm, stream);
       case ALL_TO_ALL_V: {

@@ -138,8 +138,8 @@ final class GpuSetup {
    * Passes the options to the native library before the export (connect compares the settings
    * that must agree): only what the options set explicitly, so every other knob keeps the native
    * default of the rank count (or the environment), plus the four LP flags, always, so that the
-   * options and not each rank's environment decide where AUTO may use FP8. A forced algorithm is
-   * never AUTO, so the flags are on only under AUTO (a forced FLAT allGather then stays direct).
+   * options and not each rank's environment decide where AUTO may use FP8 (a forced algorithm is
+   * passed with every call, so a forced FLAT allGather stays direct whatever the flags say).
    * Returns the first refusal as text, or null.
    */
   static String configure(sc_comm comm, CommOptions o) {
@@ -152,11 +152,10 @@ final class GpuSetup {
     if (o.lpOneShotMaxRanks() != CommOptions.BACKEND_DEFAULT) {
       set.add(new Object[] {"lp_oneshot_max_ranks", (long) o.lpOneShotMaxRanks()});
     }
-    boolean auto = o.algorithm() == Algorithm.AUTO;
-    set.add(new Object[] {"lp_allreduce", flag(auto && o.lowPrecisionEnabled(Collective.ALL_REDUCE))});
-    set.add(new Object[] {"lp_allgather", flag(auto && o.lowPrecisionEnabled(Collective.ALL_GATHER))});
-    set.add(new Object[] {"lp_reducescatter", flag(auto && o.lowPrecisionEnabled(Collective.REDUCE_SCATTER))});
-    set.add(new Object[] {"lp_alltoall", flag(auto && o.lowPrecisionEnabled(Collective.ALL_TO_ALL))});
+    set.add(new Object[] {"lp_allreduce", flag(o.lowPrecisionEnabled(Collective.ALL_REDUCE))});
+    set.add(new Object[] {"lp_allgather", flag(o.lowPrecisionEnabled(Collective.ALL_GATHER))});
+    set.add(new Object[] {"lp_reducescatter", flag(o.lowPrecisionEnabled(Collective.REDUCE_SCATTER))});
+    set.add(new Object[] {"lp_alltoall", flag(o.lowPrecisionEnabled(Collective.ALL_TO_ALL))});
     for (Object[] kv : set) {
       String key = (String) kv[0];
       long value = (Long) kv[1];

@@ -10,6 +10,8 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.lp.Fp8Format;
 import io.sparkcomms.spark.ConfigurationReference;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Map;
