@@ -92,7 +92,7 @@ final class BenchConfig {
         "      --baseline B        none|tcp|vendor (default none). tcp: the naive path, every rank sends",
         "                          its array to rank 0 over loopback TCP, rank 0 reduces and sends the",
         "                          result back (allreduce only). vendor: NCCL/RCCL (gpu backend only)",
-        "      --staging SIZE      per-rank staging buffer (default 16M host, 64M gpu)",
+        "      --staging SIZE      per-rank staging buffer (default: the backend's, docs/configuration.md)",
         "      --lp-block N        elements per FP8 scale (default 128)",
         "      --timing T          wall|device (default wall). wall: each rank's wall time per synchronous",
         "                          call. device (--backend gpu, allreduce, sum): the GPU allReduce table,",

@@ -229,7 +229,7 @@ final class RankWorker {
       notes.add(n + " ranks on " + HostInfo.cores() + " cores: ranks time-share cores, expect pessimistic numbers");
     }
     for (String s : notes) out.println("# note: " + s);
-    out.println("# collective: " + cfg.collectiveName() + ", out-of-place, " + n + " ranks; algo = the algorithm that ran"
+    out.println("# collective: " + cfg.collectiveName() + ", out-of-place, " + n + " ranks; algo = the protocol that ran"
         + " (from the communicator's stats), tcp = the naive baseline");
   }
 

@@ -39,7 +39,7 @@ import org.bytedeco.javacpp.Pointer;
  * runs it.
  *
  * <pre>java -cp ... io.sparkcomms.collectives.gpu.GpuBench [--ranks 2] [-b 1K] [-e 1G] [-f 2]
- *      [-d float32,bfloat16] [--staging 64M] [--md FILE] [--csv FILE]</pre>
+ *      [-d float32,bfloat16] [--staging BYTES] [--md FILE] [--csv FILE]</pre>
  */
 public final class GpuBench {
   private static final Algorithm[] ALGOS = {Algorithm.FLAT, Algorithm.TREE, Algorithm.AUTO, Algorithm.VENDOR};
@@ -109,7 +109,7 @@ public final class GpuBench {
   private static void worker(String[] a) throws IOException {
     Path dir = Paths.get(a[1]);
     int rank = Integer.parseInt(a[2]), n = Integer.parseInt(a[3]);
-    long minB = 1024, maxB = 1L << 30, factor = 2, staging = 64L << 20;
+    long minB = 1024, maxB = 1L << 30, factor = 2, staging = 0;  // 0: the GPU library's default
     String dtypes = "float32,bfloat16", md = null, csv = null;
     for (int i = 4; i < a.length; i++) {
       switch (a[i]) {
@@ -128,8 +128,9 @@ public final class GpuBench {
     int devices = Math.max(1, GpuLibrary.deviceCount());
     int device = rank % devices;
     boolean shared = n > devices;
-    CommOptions o = CommOptions.builder().backend(CommOptions.Backend.GPU).stagingBytes(staging)
-        .timeout(Duration.ofSeconds(60)).vendor(!shared).build();
+    CommOptions.Builder ob = CommOptions.builder().backend(CommOptions.Backend.GPU).timeout(Duration.ofSeconds(60)).vendor(!shared);
+    if (staging > 0) ob.stagingBytes(staging);
+    CommOptions o = ob.build();
     long seed = 42;
     List<String> rows = new ArrayList<>();
     try (GpuCommunicator g = GpuCommunicator.create(new FileRendezvous(dir, rank, n), o, device)) {
@@ -140,7 +141,7 @@ public final class GpuBench {
         SparkCommsNative.sc_vendor_version(v);
         System.out.println("# sparkcomms GPU allReduce benchmark: " + n + " ranks, "
             + (shared ? "one process each on " + devices + " GPU(s), vendor library off" : "one process per GPU") + ", "
-            + GpuLibrary.cString(info) + ", vendor library version " + v[0] + ", staging " + Sizes.format(staging));
+            + GpuLibrary.cString(info) + ", vendor library version " + v[0] + ", staging " + Sizes.format(g.option("staging_bytes")));
         System.out.println("# time_us: device-event time per op over back-to-back launches (slower rank; median of " + REPEATS + " runs up to "
             + Sizes.format(REPEAT_MAX_BYTES) + "); launch_us: Java host time per call");
         System.out.println("| size | count | type | redop | algo | time_us | algbw_GBps | busbw_GBps | wrong | max_rel_err | launch_us | vs_vendor |");
