@@ -87,8 +87,18 @@ static bool sc_lp_eligible(int dtype, int op) {
 }
 
 // ---- the one policy: which protocol a call runs (sc_plan reports it, the entry points run it) ----
-// Every input is an argument or a setting the ranks agree on (the AGREE entries of params.def), so
+// Every input is an argument, a setting the ranks agree on (the AGREE entries of params.def), or
+// whether a vendor communicator exists (the Java layer builds one on every rank or on none), so
 // every rank of a call decides the same.
+
+// A forced VENDOR call can run: the communicator is not aborted, the library loaded, and its
+// communicator made (the errors ScVendorUse gives for the same states).
+static int sc_vendor_usable(sc_comm* c, const char* what) {
+  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "rank %d: %s(VENDOR): communicator was aborted", c->rank, what);
+  if (!sc_vendor_loaded()) return sc_fail(SC_ERR_VENDOR, "rank %d: %s(VENDOR): NCCL/RCCL is not loaded", c->rank, what);
+  if (!c->vcomm) return sc_fail(SC_ERR_STATE, "rank %d: %s(VENDOR): vendor communicator not initialized (sc_vendor_comm_init)", c->rank, what);
+  return SC_OK;
+}
 static int sc_allreduce_protocol(sc_comm* c, size_t count, int dtype, int op, int algo, int* proto) {
   if (algo < SC_ALGO_AUTO || algo > SC_ALGO_VENDOR) return sc_fail(SC_ERR_INVALID_ARG, "unknown algo %d", algo);
   const size_t es = sc_dtype_size(dtype);
@@ -111,7 +121,7 @@ static int sc_allreduce_protocol(sc_comm* c, size_t count, int dtype, int op, in
                                                                  : SC_ALGO_VENDOR;
   }
   if (algo == SC_ALGO_VENDOR) {
-    if (!c->vcomm) return sc_fail(SC_ERR_STATE, "rank %d: algo VENDOR: vendor communicator not initialized (sc_vendor_comm_init)", c->rank);
+    SC_TRY(sc_vendor_usable(c, "allreduce"));
     *proto = SC_PROTO_VENDOR;
     return SC_OK;
   }
@@ -135,7 +145,7 @@ static int sc_allreduce_protocol(sc_comm* c, size_t count, int dtype, int op, in
 // allGather, reduceScatter, allToAll (whole-call bytes `bytes`) and broadcast: one direct protocol,
 // LP when asked for or switched on (`lp_on`) from lp_min_bytes, or the vendor library.
 static int sc_exchange_protocol(sc_comm* c, const char* what, size_t bytes, int dtype, int op, bool lp_on, bool has_lp,
-                                int algo, int* proto) {
+                                bool has_vendor, int algo, int* proto) {
   if (algo < SC_ALGO_AUTO || algo > SC_ALGO_VENDOR) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown algo %d", what, algo);
   if (!sc_dtype_size(dtype)) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown dtype %d", what, dtype);
   if (algo == SC_ALGO_LP) {
@@ -143,7 +153,8 @@ static int sc_exchange_protocol(sc_comm* c, const char* what, size_t bytes, int 
       return sc_fail(SC_ERR_UNSUPPORTED, "%s(LP): low precision takes fp32 or bf16 data (reductions: SUM or AVG)", what);
     *proto = SC_PROTO_LP;
   } else if (algo == SC_ALGO_VENDOR) {
-    if (!c->vcomm) return sc_fail(SC_ERR_STATE, "rank %d: %s: vendor communicator not initialized (sc_vendor_comm_init)", c->rank, what);
+    if (!has_vendor) return sc_fail(SC_ERR_UNSUPPORTED, "%s: the vendor library has no %s here", what, what);
+    SC_TRY(sc_vendor_usable(c, what));
     *proto = SC_PROTO_VENDOR;
   } else if (algo == SC_ALGO_AUTO && has_lp && lp_on && sc_lp_eligible(dtype, op) && bytes >= (size_t)c->p.lp_min_bytes && c->nranks > 1) {
     *proto = SC_PROTO_LP;
@@ -158,11 +169,13 @@ extern "C" int sc_plan(sc_comm_t c, int collective, size_t count, int dtype, int
   const size_t wire = count * sc_dtype_size(dtype) * (size_t)c->nranks;
   switch (collective) {
     case SC_COLL_ALLREDUCE: return sc_allreduce_protocol(c, count, dtype, op, algo, protocol);
-    case SC_COLL_ALLGATHER: return sc_exchange_protocol(c, "allgather", wire, dtype, SC_SUM, c->p.lp_allgather, true, algo, protocol);
+    case SC_COLL_ALLGATHER:
+      return sc_exchange_protocol(c, "allgather", wire, dtype, SC_SUM, c->p.lp_allgather, true, true, algo, protocol);
     case SC_COLL_REDUCESCATTER:
-      return sc_exchange_protocol(c, "reducescatter", wire, dtype, op, c->p.lp_reducescatter, true, algo, protocol);
-    case SC_COLL_ALLTOALL: return sc_exchange_protocol(c, "alltoall", wire, dtype, SC_SUM, c->p.lp_alltoall, true, algo, protocol);
-    case SC_COLL_BROADCAST: return sc_exchange_protocol(c, "broadcast", 0, dtype, SC_SUM, false, false, algo, protocol);
+      return sc_exchange_protocol(c, "reducescatter", wire, dtype, op, c->p.lp_reducescatter, true, true, algo, protocol);
+    case SC_COLL_ALLTOALL:
+      return sc_exchange_protocol(c, "alltoall", wire, dtype, SC_SUM, c->p.lp_alltoall, true, false, algo, protocol);
+    case SC_COLL_BROADCAST: return sc_exchange_protocol(c, "broadcast", 0, dtype, SC_SUM, false, false, true, algo, protocol);
     case SC_COLL_ALLTOALLV:
     case SC_COLL_BARRIER:
       if (algo != SC_ALGO_AUTO && algo != SC_ALGO_FLAT) return sc_fail(SC_ERR_UNSUPPORTED, "sc_plan: collective %d has one protocol (flat)", collective);
@@ -299,7 +312,6 @@ extern "C" int sc_alltoall(sc_comm_t c, const void* send, void* recv, size_t cou
   int proto = SC_PROTO_FLAT;
   SC_TRY(sc_plan(c, SC_COLL_ALLTOALL, count_per_peer, dtype, SC_SUM, algo, &proto));
   if (proto == SC_PROTO_LP) return sc_alltoall_lp(c, send, recv, count_per_peer, dtype, stream);
-  if (proto == SC_PROTO_VENDOR) return sc_fail(SC_ERR_UNSUPPORTED, "sc_alltoall: the vendor library has no all-to-all here");
   return sc_exchange<SC_X_ALLTOALL>(c, send, recv, count_per_peer, dtype, 0, stream, "sc_alltoall");
 }
 extern "C" int sc_broadcast(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int root, int algo,

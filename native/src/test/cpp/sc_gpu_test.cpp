@@ -457,6 +457,15 @@ static void check_plan(Ctx& c) {
   c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1024, 99, SC_SUM, SC_ALGO_AUTO, &got) == SC_ERR_INVALID_ARG, "sc_plan: dtype 99 accepted");
   c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1024, SC_FLOAT32, SC_SUM, 9, &got) == SC_ERR_INVALID_ARG, "sc_plan: algo 9 accepted");
   c.check(sc_plan(c.comm, 42, 1024, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, &got) == SC_ERR_INVALID_ARG, "sc_plan: collective 42 accepted");
+  // A request sc_plan refuses, the entry point refuses alike (before it looks at the buffers).
+  c.check(sc_plan(c.comm, SC_COLL_ALLTOALL, 1024, SC_FLOAT32, SC_SUM, SC_ALGO_VENDOR, &got) == SC_ERR_UNSUPPORTED &&
+              sc_alltoall(c.comm, nullptr, nullptr, 1024, SC_FLOAT32, SC_ALGO_VENDOR, c.stream) == SC_ERR_UNSUPPORTED,
+          "allToAll VENDOR: sc_plan and sc_alltoall disagree");
+  c.check(sc_plan(c.comm, SC_COLL_ALLGATHER, 1024, SC_INT32, SC_SUM, SC_ALGO_LP, &got) == SC_ERR_UNSUPPORTED &&
+              sc_allgather(c.comm, nullptr, nullptr, 1024, SC_INT32, SC_ALGO_LP, c.stream) == SC_ERR_UNSUPPORTED,
+          "allGather LP of int32: sc_plan and sc_allgather disagree");
+  if (!c.vendor)
+    c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1024, SC_FLOAT32, SC_SUM, SC_ALGO_VENDOR, &got) != SC_OK, "VENDOR planned without a vendor communicator");
   SC(sc_comm_set_option(c.comm, "lp_allreduce", 1));
   SC(sc_comm_set_option(c.comm, "lp_allgather", 1));
   c.check(sc_plan(c.comm, SC_COLL_ALLREDUCE, 1 << 20, SC_FLOAT32, SC_SUM, SC_ALGO_AUTO, &got) == SC_OK && got == SC_PROTO_LP,

@@ -8,7 +8,7 @@
 // NR (flat, LL and Lamport one-shots): the rank count when fixed at compile time. The host launches
 // NR = 2 for two ranks, where the rank loops and the reduction unroll to straight code, and NR = 0
 // (c.nranks, loops up to SC_MAX_RANKS) otherwise. Same results, faster code (2x H200,
-// bench/README.md). MAXR bounds the push loops; the per-rank arrays keep SC_MAX_RANKS entries (the
+// bench/RESULTS.md). MAXR bounds the push loops; the per-rank arrays keep SC_MAX_RANKS entries (the
 // shape sc_reduce_packs takes), and their loops test q < n, which folds away when n is constant.
 #pragma once
 

@@ -134,8 +134,9 @@ SC_API int sc_comm_destroy(sc_comm_t comm);
  * (read at sc_comm_create), a kind (size, flag, count, enum), a default per rank count and a range.
  * Sizes in the environment take K/M/G suffixes (powers of 1024), flags 0/1/true/false/on/off;
  * anything else makes sc_comm_create fail naming the variable. Settings marked "agree" must be
- * equal on every rank (sc_comm_connect compares them); set them before sc_comm_export, alike on
- * every rank. Unknown keys and values outside the range are SC_ERR_INVALID_ARG. */
+ * equal on every rank whenever a collective runs: sc_comm_connect compares them, so set them before
+ * sc_comm_export, or alike on every rank between collectives. Unknown keys and values outside the
+ * range are SC_ERR_INVALID_ARG. */
 SC_API int sc_comm_set_option(sc_comm_t comm, const char* key, long long value);
 SC_API int sc_comm_get_option(sc_comm_t comm, const char* key, long long* value);
 

@@ -57,6 +57,14 @@ final class EventWork implements Work {
     return done;
   }
 
+  /** Ends a Work that will not be seen complete (its communicator is gone): fails it with {@code why}. */
+  synchronized void abandon(String why) {
+    if (done) return;
+    done = true;
+    SparkCommsNative.sc_event_destroy(event);
+    failure = new CommException(what + ": " + why);
+  }
+
   /** Blocks (bounded) until completed; the failure stays recorded for waitFor. */
   void settle() {
     long deadline = System.nanoTime() + bound.toNanos();

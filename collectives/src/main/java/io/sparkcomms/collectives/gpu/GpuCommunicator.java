@@ -138,13 +138,25 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Protocol p = launch(c, s);
     Pointer ev = new Pointer((Pointer) null);
     Native.check(SparkCommsNative.sc_event_create(ev), "sc_event_create");
-    Native.check(SparkCommsNative.sc_event_record(ev, s), "sc_event_record");
+    int rec = SparkCommsNative.sc_event_record(ev, s);
+    if (rec != SparkCommsNative.SC_OK) {
+      String err = SparkCommsNative.sc_last_error();
+      SparkCommsNative.sc_event_destroy(ev);
+      Native.check(rec, "sc_event_record (" + err + ")");
+    }
     String name = c.kind().apiName();
     EventWork w = new EventWork(ev, name, options.timeout().multipliedBy(2), done -> completed(done, name, v));
     if (v) lastAllToAllV = w;
     synchronized (pending) {
       pending.removeIf(EventWork::poll);  // housekeeping: a failure stays with its own Work
-      while (pending.size() >= MAX_PENDING) pending.pollFirst().settle();
+      // The oldest leave only once complete: a Work that is not may still run its completion, which
+      // reads this communicator, so release() must see it (it stays, and the list grows past the cap).
+      while (pending.size() >= MAX_PENDING) {
+        EventWork old = pending.peekFirst();
+        old.settle();
+        if (!old.poll()) break;
+        pending.pollFirst();
+      }
       pending.addLast(w);
     }
     return new Started(p, w);
@@ -316,7 +328,11 @@ public final class GpuCommunicator extends AbstractCommunicator {
     Pointer s = stream;
     if (s != ownStream) SparkCommsNative.sc_stream_synchronize(s);
     synchronized (pending) {
-      for (EventWork w : pending) w.poll(); // releases the events; failures are reported to whoever waits
+      for (EventWork w : pending) {
+        // releases the events; failures are reported to whoever waits. One still pending now (its
+        // stream could not be synchronized) is failed: its completion must not read a freed communicator.
+        if (!w.poll()) w.abandon("the communicator (rank " + rank + ") was closed before this call completed");
+      }
       pending.clear();
     }
     SparkCommsNative.sc_comm_destroy(comm);

@@ -53,8 +53,9 @@ final class GpuLaunch {
 
   /**
    * The protocol {@code c} runs ({@code sc_plan}). Raises as {@link Native#check} does when the
-   * library refuses the request (SC_ERR_INVALID_ARG: a forced VENDOR without a vendor communicator;
-   * SC_ERR_UNSUPPORTED: a forced LP it cannot take), and {@link CommException} for an answer that is
+   * library refuses the request (a forced VENDOR without a vendor communicator: SC_ERR_STATE, or
+   * SC_ERR_ABORTED / SC_ERR_VENDOR after an abort or without the library; SC_ERR_UNSUPPORTED: a
+   * forced LP or VENDOR the collective cannot take), and {@link CommException} for an answer that is
    * not a protocol this collective can launch.
    */
   Protocol plan(PlannedCall c) {
