@@ -90,15 +90,6 @@ static bool sc_lp_eligible(int dtype, int op) {
 // Every input is an argument, a setting the ranks agree on (the AGREE entries of params.def), or
 // whether a vendor communicator exists (the Java layer builds one on every rank or on none), so
 // every rank of a call decides the same.
-
-// A forced VENDOR call can run: the communicator is not aborted, the library loaded, and its
-// communicator made (the errors ScVendorUse gives for the same states).
-static int sc_vendor_usable(sc_comm* c, const char* what) {
-  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "rank %d: %s(VENDOR): communicator was aborted", c->rank, what);
-  if (!sc_vendor_loaded()) return sc_fail(SC_ERR_VENDOR, "rank %d: %s(VENDOR): NCCL/RCCL is not loaded", c->rank, what);
-  if (!c->vcomm) return sc_fail(SC_ERR_STATE, "rank %d: %s(VENDOR): vendor communicator not initialized (sc_vendor_comm_init)", c->rank, what);
-  return SC_OK;
-}
 static int sc_allreduce_protocol(sc_comm* c, size_t count, int dtype, int op, int algo, int* proto) {
   if (algo < SC_ALGO_AUTO || algo > SC_ALGO_VENDOR) return sc_fail(SC_ERR_INVALID_ARG, "unknown algo %d", algo);
   const size_t es = sc_dtype_size(dtype);
@@ -121,7 +112,7 @@ static int sc_allreduce_protocol(sc_comm* c, size_t count, int dtype, int op, in
                                                                  : SC_ALGO_VENDOR;
   }
   if (algo == SC_ALGO_VENDOR) {
-    SC_TRY(sc_vendor_usable(c, "allreduce"));
+    SC_TRY(sc_vendor_check(c, c->vcomm));
     *proto = SC_PROTO_VENDOR;
     return SC_OK;
   }
@@ -154,7 +145,7 @@ static int sc_exchange_protocol(sc_comm* c, const char* what, size_t bytes, int 
     *proto = SC_PROTO_LP;
   } else if (algo == SC_ALGO_VENDOR) {
     if (!has_vendor) return sc_fail(SC_ERR_UNSUPPORTED, "%s: the vendor library has no %s here", what, what);
-    SC_TRY(sc_vendor_usable(c, what));
+    SC_TRY(sc_vendor_check(c, c->vcomm));
     *proto = SC_PROTO_VENDOR;
   } else if (algo == SC_ALGO_AUTO && has_lp && lp_on && sc_lp_eligible(dtype, op) && bytes >= (size_t)c->p.lp_min_bytes && c->nranks > 1) {
     *proto = SC_PROTO_LP;

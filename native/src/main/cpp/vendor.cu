@@ -399,6 +399,15 @@ static int sc_vendor_op(sc_comm* c, vComm vc, int dtype, int op, double factor, 
   return sc_fail(SC_ERR_INVALID_ARG, "unknown op %d", op);
 }
 
+// Whether a vendor call can run on `c` with vendor communicator `vc`: the library loaded, `c` not
+// aborted, its vendor communicator made. Also what sc_plan answers for a forced VENDOR.
+static int sc_vendor_check(sc_comm* c, vComm vc) {
+  if (!sc_vendor_ready()) return SC_ERR_VENDOR;
+  if (c->aborted) return sc_fail(SC_ERR_ABORTED, "communicator was aborted");
+  if (!vc) return sc_fail(SC_ERR_STATE, "rank %d: vendor communicator not initialized (sc_vendor_comm_init)", c->rank);
+  return SC_OK;
+}
+
 // One vendor call: counts itself in c->vusers, then takes the vendor communicator once. An abort
 // from another thread (the Java peer watch, a user's abort) first takes the communicator away, then
 // waits for the calls that still hold it before ncclCommAbort frees it: a call counted before the
@@ -411,10 +420,7 @@ struct ScVendorUse {
     if (!c) { rc = sc_fail(SC_ERR_INVALID_ARG, "communicator is null"); return; }
     c->vusers.fetch_add(1);
     vc = __atomic_load_n(&c->vcomm, __ATOMIC_SEQ_CST);
-    if (!sc_vendor_ready()) rc = SC_ERR_VENDOR;
-    else if (c->aborted) rc = sc_fail(SC_ERR_ABORTED, "communicator was aborted");
-    else if (!vc) rc = sc_fail(SC_ERR_STATE, "rank %d: vendor communicator not initialized (sc_vendor_comm_init)", c->rank);
-    else rc = SC_OK;
+    rc = sc_vendor_check(c, vc);
   }
   ~ScVendorUse() { if (c) c->vusers.fetch_sub(1); }
   ScVendorUse(const ScVendorUse&) = delete;

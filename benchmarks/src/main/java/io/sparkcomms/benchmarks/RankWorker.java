@@ -233,7 +233,7 @@ final class RankWorker {
         + " (from the communicator's stats), tcp = the naive baseline");
   }
 
-  private static final Protocol[] ALGOS = Protocol.values();
+  private static final Protocol[] PROTOCOLS = Protocol.values();
 
   /** One row: fresh inputs, warm-up, timed calls, check. Returns the wrong count (all ranks). */
   private long row(ResultWriter w, BenchData.Layout l, Buffers b, Communicator comm, Protocol predicted, String label) {
@@ -326,16 +326,16 @@ final class RankWorker {
   }
 
   private static long[] snapshot(CommStats s) {
-    long[] v = new long[ALGOS.length];
-    for (int i = 0; i < ALGOS.length; i++) v[i] = s.calls(ALGOS[i]);
+    long[] v = new long[PROTOCOLS.length];
+    for (int i = 0; i < PROTOCOLS.length; i++) v[i] = s.calls(PROTOCOLS[i]);
     return v;
   }
 
   /** The algorithm the timed calls ran with, from the stats; the prediction if the stats are unclear. */
   private static String ran(CommStats s, long[] before, int iters, Protocol predicted) {
     Protocol best = null;
-    for (int i = 0; i < ALGOS.length; i++) {
-      if (s.calls(ALGOS[i]) - before[i] == iters) best = ALGOS[i];
+    for (int i = 0; i < PROTOCOLS.length; i++) {
+      if (s.calls(PROTOCOLS[i]) - before[i] == iters) best = PROTOCOLS[i];
     }
     if (best == null) return predicted != null ? predicted.name().toLowerCase(Locale.ROOT) : "auto";
     return best.name().toLowerCase(Locale.ROOT);

@@ -1,6 +1,5 @@
 package io.sparkcomms.collectives.gpu;
 
-import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommOptions;
