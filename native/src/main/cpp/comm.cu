@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <random>
 #include <thread>
+#include <vector>
 
 static uint64_t sc_process_token() {
   static uint64_t tok = [] {
@@ -18,6 +20,34 @@ static uint64_t sc_process_token() {
     return t ^ ((uint64_t)getpid() << 17);
   }();
   return tok;
+}
+
+// The communicators of this process, for connect: a peer in this same process is found here by the
+// identity its blob names, and its memory is taken from its communicator, never from the blob (a
+// blob is another party's bytes: an address in it could name any memory of this process).
+static std::mutex g_local_mu;
+static std::vector<sc_comm*> g_local_comms;
+
+static void sc_local_add(sc_comm* c) {
+  std::lock_guard<std::mutex> l(g_local_mu);
+  g_local_comms.push_back(c);
+}
+static void sc_local_remove(sc_comm* c) {
+  std::lock_guard<std::mutex> l(g_local_mu);
+  g_local_comms.erase(std::remove(g_local_comms.begin(), g_local_comms.end(), c), g_local_comms.end());
+}
+// Rank p's memory, when the communicator with that identity lives in this process, is rank p of as
+// many ranks as ours, on the device the blob names and with staging of our size; else false.
+static bool sc_local_peer(const sc_comm* c, uint64_t identity, int p, int device, char** staging, ScSignal** signal) {
+  std::lock_guard<std::mutex> l(g_local_mu);
+  for (const sc_comm* q : g_local_comms) {
+    if (q == c || q->identity != identity) continue;
+    if (q->rank != p || q->nranks != c->nranks || q->device != device || q->half != c->half) return false;
+    *staging = q->staging;
+    *signal = q->signal;
+    return true;
+  }
+  return false;
 }
 
 static void sc_free_comm_memory(sc_comm* c) {
@@ -121,6 +151,7 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
               gpuIpcGetMemHandle(&c->h_signal, c->signal) == gpuSuccess;
   (void)gpuGetLastError();
 #undef CREATE_TRY
+  sc_local_add(c);
   *out = c;
   return SC_OK;
 }
@@ -168,8 +199,6 @@ extern "C" int sc_comm_export(sc_comm_t c, void* buf, size_t len) {
   b.nranks = c->nranks;
   b.device = c->device;
   b.identity = c->identity;
-  b.staging_ptr = (uint64_t)(uintptr_t)c->staging;
-  b.signal_ptr = (uint64_t)(uintptr_t)c->signal;
   b.ipc_ok = c->ipc_ok ? 1 : 0;
   if (gpuDeviceGetPCIBusId(b.bus_id, sizeof(b.bus_id), c->device) != gpuSuccess) {
     (void)gpuGetLastError();
@@ -255,8 +284,11 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
         }
         (void)gpuGetLastError();
       }
-      c->peer_staging[p] = (char*)(uintptr_t)b.staging_ptr;
-      c->peer_signal[p] = (ScSignal*)(uintptr_t)b.signal_ptr;
+      if (!sc_local_peer(c, b.identity, p, b.device, &c->peer_staging[p], &c->peer_signal[p]))
+        return fail_peer(sc_fail(SC_ERR_PEER,
+                                 "rank %d's blob names this process (pid %d) but no live communicator of it that is "
+                                 "rank %d of %d on device %d with this staging size",
+                                 p, b.pid, p, n, b.device));
     } else {
       if (!b.ipc_ok)
         return fail_peer(sc_fail(SC_ERR_PEER,
@@ -330,6 +362,37 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
   return SC_OK;
 }
 
+// "allreduce(fp32, sum, 4194304 elements, tree)" from call words (sc_call_words); words of a peer
+// are untrusted: unknown codes print as numbers.
+static void sc_describe_call(const uint32_t w[4], char* out, size_t cap) {
+  static const char* coll[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "alltoallv", "barrier"};
+  static const char* dt[] = {"fp32", "bf16", "fp16", "fp64", "int32", "int64"};
+  static const char* ops[] = {"sum", "avg", "min", "max", "product", "premul_sum"};
+  if ((w[0] & 0x80000000u) == 0) {
+    snprintf(out, cap, "no call this library describes");
+    return;
+  }
+  const unsigned k = w[0] & 0xff, d = (w[0] >> 8) & 0xf, o = (w[0] >> 12) & 0xf, pr = (w[0] >> 16) & 0xf,
+                 root = (w[0] >> 20) & 0xff;
+  const unsigned long long n = ((unsigned long long)w[2] << 32) | w[1];
+  char kb[16], db[16], ob[16];
+  snprintf(kb, sizeof(kb), "collective %u", k);
+  snprintf(db, sizeof(db), "dtype %u", d);
+  snprintf(ob, sizeof(ob), "op %u", o);
+  const char* ks = k < 7 ? coll[k] : kb;
+  if (w[3] == SC_CALL_REFUSED) {
+    snprintf(out, cap, "%s with arguments it refused (its error says why)", ks);
+  } else if (k == SC_COLL_BARRIER) {
+    snprintf(out, cap, "barrier");
+  } else if (k == SC_COLL_ALLREDUCE || k == SC_COLL_REDUCESCATTER) {
+    snprintf(out, cap, "%s(%s, %s, %llu elements, %s)", ks, d < 6 ? dt[d] : db, o < 6 ? ops[o] : ob, n, sc_protocol_name((int)pr));
+  } else if (k == SC_COLL_BROADCAST) {
+    snprintf(out, cap, "%s(%s, %llu elements, root %u, %s)", ks, d < 6 ? dt[d] : db, n, root, sc_protocol_name((int)pr));
+  } else {
+    snprintf(out, cap, "%s(%s, %llu elements, %s)", ks, d < 6 ? dt[d] : db, n, sc_protocol_name((int)pr));
+  }
+}
+
 static int sc_state_check(sc_comm* c) {
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "communicator is null");
   if (c->aborted) return sc_fail(SC_ERR_ABORTED, "rank %d: communicator was aborted", c->rank);
@@ -338,6 +401,29 @@ static int sc_state_check(sc_comm* c) {
     if (w[0] == SC_DEVERR_ABORT)
       return sc_fail(SC_ERR_ABORTED, "rank %d: a kernel observed the abort flag (block %d, waiting for rank %d)",
                      w[3], w[1], w[2]);
+    if (w[0] == SC_DEVERR_MISMATCH) {
+      char mine[96], theirs[96];
+      const uint32_t a[4] = {(uint32_t)w[8], (uint32_t)w[9], (uint32_t)w[10], (uint32_t)w[11]};
+      const uint32_t b[4] = {(uint32_t)w[4], (uint32_t)w[5], (uint32_t)w[6], (uint32_t)w[7]};
+      sc_describe_call(a, mine, sizeof(mine));
+      sc_describe_call(b, theirs, sizeof(theirs));
+      return sc_fail(SC_ERR_MISMATCH,
+                     "ranks disagree: rank %d called %s, rank %d called %s; the communicator is unusable: destroy "
+                     "it and create a new one",
+                     w[3], mine, w[2], theirs);
+    }
+    if (w[0] == SC_DEVERR_PEER_FAILED) {
+      const int why = w[4];
+      if (why == SC_DEVERR_MISMATCH)
+        return sc_fail(SC_ERR_MISMATCH,
+                       "ranks disagree: rank %d found that its call and rank %d's differ (its error names both "
+                       "calls); the communicator is unusable: destroy it and create a new one",
+                       w[2], w[3]);
+      return sc_fail(why == SC_DEVERR_ABORT ? SC_ERR_ABORTED : SC_ERR_TIMEOUT,
+                     "rank %d: rank %d %s; the communicator is unusable: destroy it and create a new one", w[3], w[2],
+                     why == SC_DEVERR_ABORT ? "was aborted" : why == SC_DEVERR_TIMEOUT ? "timed out waiting for a peer"
+                                                                                        : "failed an operation");
+    }
     if (w[0] == SC_DEVERR_PEER_AHEAD)
       return sc_fail(SC_ERR_TIMEOUT,
                      "rank %d: rank %d is already at a later operation: it failed or abandoned this one (block %d); "
@@ -373,6 +459,7 @@ extern "C" int sc_comm_abort(sc_comm_t c) {
 
 extern "C" int sc_comm_destroy(sc_comm_t c) {
   if (!c) return SC_OK;
+  sc_local_remove(c);  // first: a communicator of this process that connects from now on cannot find it
   int rc = SC_OK;
   {
     ScDeviceGuard g(c->device);
@@ -417,17 +504,20 @@ static int sc_ready(sc_comm* c) {
 }
 
 // Epochs come from a host-side launch counter, so a captured graph would replay stale epochs.
-static int sc_no_capture(sc_comm* c, void* stream) {
+static bool sc_capturing(void* stream) {
 #if SC_HIP
   hipStreamCaptureStatus cs = hipStreamCaptureStatusNone;
   if (hipStreamIsCapturing((gpuStream_t)stream, &cs) != hipSuccess) (void)hipGetLastError();
-  const bool capturing = cs != hipStreamCaptureStatusNone;
+  return cs != hipStreamCaptureStatusNone;
 #else
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing((gpuStream_t)stream, &cs) != cudaSuccess) (void)cudaGetLastError();
-  const bool capturing = cs != cudaStreamCaptureStatusNone;
+  return cs != cudaStreamCaptureStatusNone;
 #endif
-  if (capturing)
+}
+
+static int sc_no_capture(sc_comm* c, void* stream) {
+  if (sc_capturing(stream))
     return sc_fail(SC_ERR_UNSUPPORTED, "rank %d: DDA collectives cannot be captured into a graph yet (use algo VENDOR)", c->rank);
   return SC_OK;
 }

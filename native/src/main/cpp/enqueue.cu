@@ -188,15 +188,58 @@ extern "C" const char* sc_protocol_name(int p) {
   }
 }
 
+// A rank that refuses its own arguments still meets its peers: it runs a barrier kernel whose call
+// header says "refused", so that their kernels fail at once (SC_ERR_MISMATCH, naming this rank)
+// instead of waiting out the timeout for a rank that never comes. The communicator is unusable
+// afterwards on every rank, as after any mismatch. Returns rc, with this rank's own error text.
+static int sc_refuse(sc_comm* c, int coll, void* stream, int rc) {
+  if (!c || !c->connected || c->nranks < 2 || c->aborted || ((volatile int*)c->host_words)[0] != SC_DEVERR_NONE ||
+      sc_capturing(stream))
+    return rc;
+  const std::string keep = sc_error_text();
+  sc_call_words(c, coll, 0, 0, 0, 0, 0);
+  c->call[3] = SC_CALL_REFUSED;
+  {
+    ScDeviceGuard g(c->device);
+    if (!g.rc) (void)sc_launch_barrier(c, (gpuStream_t)stream);
+  }
+  sc_set_error_text(keep.c_str());
+  return rc;
+}
+#define SC_REFUSE(coll, call)                        \
+  do {                                               \
+    const int rc_ = (call);                          \
+    if (rc_ != SC_OK) return sc_refuse(c, coll, stream, rc_); \
+  } while (0)
+
+// The start of every call: its call words (sc_call_words), and a barrier kernel, which carries the
+// call header, for the calls that otherwise launch no kernel of ours yet must meet their peers' calls:
+// an empty call, and a vendor call (the vendor library cannot check that the peers make the same
+// call; the barrier costs microseconds against the milliseconds of a call that size). Under graph
+// capture neither launches it (sc_no_capture: our kernels are not captured): an empty call is then a
+// no-op, and a vendor call runs unchecked. *done: nothing is left to do.
+static int sc_call_begin(sc_comm* c, int coll, size_t count, int dtype, int op, int root, int proto, void* stream,
+                         bool* done) {
+  *done = false;
+  sc_call_words(c, coll, count, dtype, op, root, proto);
+  if (count != 0 && proto != SC_PROTO_VENDOR) return SC_OK;
+  *done = count == 0;
+  if (c->nranks < 2 || sc_capturing(stream)) return SC_OK;
+  SC_TRY(sc_ready(c));
+  ScDeviceGuard g(c->device);
+  if (g.rc) return g.rc;
+  return sc_launch_barrier(c, (gpuStream_t)stream);
+}
+
 extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t count, int dtype, int op,
                             double factor, int algo, void* stream) {
-  SC_TRY(sc_check_reduce_args(c, send, recv, dtype, op, "sc_allreduce"));
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_allreduce: communicator is null");
-  if (algo < SC_ALGO_AUTO || algo > SC_ALGO_VENDOR) return sc_fail(SC_ERR_INVALID_ARG, "unknown algo %d", algo);
-  if (algo == SC_ALGO_LP) return sc_lp_allreduce(c, send, recv, count, dtype, op, stream);
-  if (count == 0) return SC_OK;
+  SC_REFUSE(SC_COLL_ALLREDUCE, sc_check_reduce_args(c, send, recv, dtype, op, "sc_allreduce"));
   int proto = SC_PROTO_FLAT;
-  SC_TRY(sc_allreduce_protocol(c, count, dtype, op, algo, &proto));
+  SC_REFUSE(SC_COLL_ALLREDUCE, sc_allreduce_protocol(c, count, dtype, op, algo, &proto));
+  bool done = false;
+  SC_TRY(sc_call_begin(c, SC_COLL_ALLREDUCE, count, dtype, op, 0, proto, stream, &done));
+  if (done) return SC_OK;
   if (proto == SC_PROTO_LP) return sc_lp_allreduce(c, send, recv, count, dtype, op, stream);
   if (proto == SC_PROTO_VENDOR) return sc_vendor_allreduce(c, send, recv, count, dtype, op, factor, (gpuStream_t)stream);
   SC_TRY(sc_ready(c));
@@ -227,13 +270,15 @@ extern "C" int sc_allreduce(sc_comm_t c, const void* send, void* recv, size_t co
 
 extern "C" int sc_reducescatter(sc_comm_t c, const void* send, void* recv, size_t recv_count, int dtype, int op,
                                 double factor, int algo, void* stream) {
-  SC_TRY(sc_check_reduce_args(c, send, recv, dtype, op, "sc_reducescatter"));
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_reducescatter: communicator is null");
+  SC_REFUSE(SC_COLL_REDUCESCATTER, sc_check_reduce_args(c, send, recv, dtype, op, "sc_reducescatter"));
   int proto = SC_PROTO_FLAT;
-  SC_TRY(sc_plan(c, SC_COLL_REDUCESCATTER, recv_count, dtype, op, algo, &proto));
+  SC_REFUSE(SC_COLL_REDUCESCATTER, sc_plan(c, SC_COLL_REDUCESCATTER, recv_count, dtype, op, algo, &proto));
+  bool done = false;
+  SC_TRY(sc_call_begin(c, SC_COLL_REDUCESCATTER, recv_count, dtype, op, 0, proto, stream, &done));
+  if (done) return SC_OK;
   if (proto == SC_PROTO_LP) return sc_reducescatter_lp(c, send, recv, recv_count, dtype, op, stream);
   if (proto == SC_PROTO_VENDOR) return sc_vendor_reducescatter(c, send, recv, recv_count, dtype, op, factor, stream);
-  if (recv_count == 0) return SC_OK;
   SC_TRY(sc_ready(c));
   SC_TRY(sc_no_capture(c, stream));
   ScDeviceGuard g(c->device);
@@ -256,12 +301,14 @@ extern "C" int sc_reducescatter(sc_comm_t c, const void* send, void* recv, size_
 template <int KIND>
 static int sc_exchange(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int root, void* stream,
                        const char* what) {
+  const int coll = KIND == SC_X_ALLGATHER ? SC_COLL_ALLGATHER : KIND == SC_X_ALLTOALL ? SC_COLL_ALLTOALL : SC_COLL_BROADCAST;
   const size_t es = sc_dtype_size(dtype);
-  if (!es) return sc_fail(SC_ERR_INVALID_ARG, "%s: unknown dtype %d", what, dtype);
+  if (!es) return sc_refuse(c, coll, stream, sc_fail(SC_ERR_INVALID_ARG, "%s: unknown dtype %d", what, dtype));
   if (!recv || (!send && !(KIND == SC_X_BROADCAST && c && c->rank != root)))
-    return sc_fail(SC_ERR_INVALID_ARG, "%s: null buffer", what);
+    return sc_refuse(c, coll, stream, sc_fail(SC_ERR_INVALID_ARG, "%s: null buffer", what));
   if (((uintptr_t)send % es) || ((uintptr_t)recv % es))
-    return sc_fail(SC_ERR_INVALID_ARG, "%s: buffers must be aligned to the element size (%zu)", what, es);
+    return sc_refuse(c, coll, stream,
+                     sc_fail(SC_ERR_INVALID_ARG, "%s: buffers must be aligned to the element size (%zu)", what, es));
   if (count == 0) return SC_OK;
   SC_TRY(sc_ready(c));
   SC_TRY(sc_no_capture(c, stream));
@@ -292,7 +339,10 @@ extern "C" int sc_allgather(sc_comm_t c, const void* send, void* recv, size_t co
                             void* stream) {
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_allgather: communicator is null");
   int proto = SC_PROTO_FLAT;
-  SC_TRY(sc_plan(c, SC_COLL_ALLGATHER, count_per_rank, dtype, SC_SUM, algo, &proto));
+  SC_REFUSE(SC_COLL_ALLGATHER, sc_plan(c, SC_COLL_ALLGATHER, count_per_rank, dtype, SC_SUM, algo, &proto));
+  bool done = false;
+  SC_TRY(sc_call_begin(c, SC_COLL_ALLGATHER, count_per_rank, dtype, 0, 0, proto, stream, &done));
+  if (done) return SC_OK;
   if (proto == SC_PROTO_LP) return sc_allgather_lp(c, send, recv, count_per_rank, dtype, stream);
   if (proto == SC_PROTO_VENDOR) return sc_vendor_allgather(c, send, recv, count_per_rank, dtype, stream);
   return sc_exchange<SC_X_ALLGATHER>(c, send, recv, count_per_rank, dtype, 0, stream, "sc_allgather");
@@ -301,7 +351,10 @@ extern "C" int sc_alltoall(sc_comm_t c, const void* send, void* recv, size_t cou
                            void* stream) {
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_alltoall: communicator is null");
   int proto = SC_PROTO_FLAT;
-  SC_TRY(sc_plan(c, SC_COLL_ALLTOALL, count_per_peer, dtype, SC_SUM, algo, &proto));
+  SC_REFUSE(SC_COLL_ALLTOALL, sc_plan(c, SC_COLL_ALLTOALL, count_per_peer, dtype, SC_SUM, algo, &proto));
+  bool done = false;
+  SC_TRY(sc_call_begin(c, SC_COLL_ALLTOALL, count_per_peer, dtype, 0, 0, proto, stream, &done));
+  if (done) return SC_OK;
   if (proto == SC_PROTO_LP) return sc_alltoall_lp(c, send, recv, count_per_peer, dtype, stream);
   return sc_exchange<SC_X_ALLTOALL>(c, send, recv, count_per_peer, dtype, 0, stream, "sc_alltoall");
 }
@@ -309,7 +362,13 @@ extern "C" int sc_broadcast(sc_comm_t c, const void* send, void* recv, size_t co
                             void* stream) {
   if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_broadcast: communicator is null");
   int proto = SC_PROTO_FLAT;
-  SC_TRY(sc_plan(c, SC_COLL_BROADCAST, count, dtype, SC_SUM, algo, &proto));
+  SC_REFUSE(SC_COLL_BROADCAST, sc_plan(c, SC_COLL_BROADCAST, count, dtype, SC_SUM, algo, &proto));
+  if (root < 0 || root >= c->nranks)
+    return sc_refuse(c, SC_COLL_BROADCAST, stream,
+                     sc_fail(SC_ERR_INVALID_ARG, "sc_broadcast: root %d outside 0..%d", root, c->nranks - 1));
+  bool done = false;
+  SC_TRY(sc_call_begin(c, SC_COLL_BROADCAST, count, dtype, 0, root, proto, stream, &done));
+  if (done) return SC_OK;
   if (proto == SC_PROTO_VENDOR) return sc_vendor_broadcast(c, send, recv, count, dtype, root, stream);
   return sc_exchange<SC_X_BROADCAST>(c, send, recv, count, dtype, root, stream, "sc_broadcast");
 }
@@ -394,6 +453,7 @@ extern "C" int sc_alltoallv_status(sc_comm_t c, long long* status) {
 
 extern "C" int sc_barrier(sc_comm_t c, void* stream) {
   SC_TRY(sc_ready(c));
+  sc_call_words(c, SC_COLL_BARRIER, 0, 0, 0, 0, SC_PROTO_FLAT);
   SC_TRY(sc_no_capture(c, stream));
   ScDeviceGuard g(c->device);
   if (g.rc) return g.rc;

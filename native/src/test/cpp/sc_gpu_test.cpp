@@ -6,6 +6,7 @@
 //               [--lp-sweep 'opt=v,opt=v;opt=v;...']   (LP one-shot time per option set, 16 MB ..)
 //               [--lp-trace]   (device timeline of the LP one-shot's chunk kernels, fp32 16 MB ..)
 //               [--sweep]   (with --bench-only: LL / Lamport block size x block cap vs the barrier one-shot, 1..512 KB)
+//               [--mismatch-only]   (ranks that make different calls, every protocol)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
 //               [--vclose] [--vclose-only] [--vclose-rounds N] [--vclose-comms K] [--vclose-a2av]
 //                                                   (vendor communicators closed at once)
@@ -417,6 +418,7 @@ static bool guard_ok(const unsigned char* p, size_t n) {
 
 #include "sc_lp_test.inc"
 #include "sc_a2av_test.inc"
+#include "sc_mismatch_test.inc"
 
 // ------------------------------------------------------------------------------------------
 // correctness suite
@@ -1177,6 +1179,7 @@ struct Options {
   const char* lp_sweep = nullptr;
   bool lp_trace = false;
   bool a2av = false, a2av_only = false, a2av_bench = false;
+  bool mismatch_only = false;
   const char* a2av_csv = nullptr;
   bool vclose = false;
   int vclose_rounds = 20, vclose_comms = 3;
@@ -1276,10 +1279,19 @@ static int rank_main(int rank, const char* mode, const std::string& dir, const O
     SC(sc_stream_destroy(c.stream));
     return c.fails ? 1 : 0;
   }
+  if (o.mismatch_only) {
+    run_forged_blob_tests(c, staging);
+    run_mismatch_tests(c, staging);
+    c.log("mismatch: %d passed, %d failed", c.passes, c.fails);
+    SC(sc_stream_destroy(c.stream));
+    return c.fails ? 1 : 0;
+  }
   if (o.correctness && !o.lp_only) {
     c.comm = make_comm(staging);
     run_correctness(c, staging);
     run_fault_tests(c);
+    run_forged_blob_tests(c, staging);
+    run_mismatch_tests(c, staging);
     SC(sc_comm_destroy(c.comm));
     c.comm = nullptr;
     c.log("correctness: %d passed, %d failed (%d allReduce cases of them also matched the fp32 rank-order bits)",
@@ -1558,6 +1570,7 @@ int main(int argc, char** argv) {
     else if (a == "--lp-bench") { o.lp_bench = true; o.correctness = false; o.sp = false; }
     else if (a == "--lp-trace") { o.lp_trace = true; o.lp_bench = true; o.correctness = false; o.sp = false; }
     else if (a == "--lp-sweep") { o.lp_sweep = next(); o.lp_bench = true; o.correctness = false; o.sp = false; }
+    else if (a == "--mismatch-only") { o.mismatch_only = true; o.bench = false; }
     else if (a == "--a2av") o.a2av = true;
     else if (a == "--a2av-only") { o.a2av = o.a2av_only = true; o.bench = false; }
     else if (a == "--a2av-bench") { o.a2av_bench = o.a2av_only = true; o.bench = true; }
@@ -1577,7 +1590,7 @@ int main(int argc, char** argv) {
          (unsigned long long)o.seed, o.mp, o.sp, o.bench, o.correctness, o.vclose);
   int failures = 0;
   // Multi-process first: the parent must not initialise the GPU runtime before fork().
-  if (o.mp && (o.correctness || o.bench || o.lp || o.a2av)) {
+  if (o.mp && (o.correctness || o.bench || o.lp || o.a2av || o.mismatch_only)) {
     std::string dir = make_dir();
     std::vector<pid_t> kids;
     for (int r = 0; r < o.nranks; ++r) {
@@ -1606,7 +1619,7 @@ int main(int argc, char** argv) {
     rm_dir(dir);
     printf("[mp] %s\n", failures ? "FAILED" : "all ranks passed");
   }
-  if (o.sp && (o.correctness || o.lp || o.a2av)) {
+  if (o.sp && (o.correctness || o.lp || o.a2av || o.mismatch_only)) {
     std::string dir = make_dir();
     std::vector<std::thread> th;
     std::vector<int> rcs(o.nranks, 0);

@@ -58,17 +58,16 @@ static std::atomic<long long> g_live_comms{0}, g_live_ipc{0}, g_live_allocs{0};
 typedef void* vComm;  // ncclComm_t / rcclComm_t (vendor.cu)
 
 // What one rank exports for its peers (sc_comm_export) and checks of theirs (sc_comm_connect).
-// Every field comes from another process: connect validates each before use, and never takes a
-// pointer from it except for ranks of this very process (same proc_token).
+// Every field comes from another party: connect validates each before use and takes no address
+// from it (ranks of this very process are found by identity among this process's communicators).
 #define SC_BLOB_MAGIC 0x53434231u  // "SCB1"
-#define SC_BLOB_VERSION 5u
+#define SC_BLOB_VERSION 6u
 struct ScBlob {
   uint32_t magic;
   uint32_t version;
   uint64_t proc_token;
   int32_t pid, rank, nranks, device;
-  uint64_t identity;
-  uint64_t staging_ptr, signal_ptr;
+  uint64_t identity;  // a peer of this same process is looked up by it (sc_local_peer), never by address
   int32_t ipc_ok;
   char bus_id[64];
   gpuIpcMemHandle_t h_staging;
@@ -101,6 +100,7 @@ struct sc_comm {
   ScDevComm dev{};
   gpuError_t launch_err = gpuSuccess;  // result of the last sc_launch
   uint64_t seq = 0;  // operations launched (one per kernel); the kernels' epochs derive from it
+  uint32_t call[4] = {};  // call words of the call being enqueued (sc_call_words), copied into each launch
   gpuStream_t internal = nullptr;
   vComm vcomm = nullptr;
   std::atomic<int> vusers{0};  // vendor calls in progress (ScVendorUse); sc_comm_abort waits for them
@@ -112,6 +112,7 @@ struct sc_comm {
 static int sc_state_check(sc_comm* c);
 static int sc_ready(sc_comm* c);
 static int sc_no_capture(sc_comm* c, void* stream);
+static bool sc_capturing(void* stream);
 static int sc_check_reduce_args(sc_comm* c, const void* send, void* recv, int dtype, int op, const char* what);
 static int sc_lp_allreduce(sc_comm* c, const void* send, void* recv, size_t count, int dtype, int op, void* stream);
 static bool sc_lp_eligible(int dtype, int op);

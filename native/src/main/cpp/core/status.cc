@@ -34,6 +34,7 @@ extern "C" const char* sc_status_name(int s) {
     case SC_ERR_VENDOR: return "SC_ERR_VENDOR";
     case SC_ERR_STATE: return "SC_ERR_STATE";
     case SC_ERR_NO_DEVICE: return "SC_ERR_NO_DEVICE";
+    case SC_ERR_MISMATCH: return "SC_ERR_MISMATCH";
     default: return "SC_ERR_UNKNOWN";
   }
 }

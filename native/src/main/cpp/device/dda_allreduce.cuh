@@ -87,10 +87,14 @@ SC_DEV size_t sc_ll_line0(size_t u) { return (u >> 5) * SC_LL_GROUP_BYTES + (u &
 // Bytes of one rank's LL slot for `units` units (the host's capacity check uses the same formula).
 inline __host__ __device__ size_t sc_ll_slot_bytes(size_t units) { return ((units + 31) >> 5) * SC_LL_GROUP_BYTES; }
 
-// LL flag of an operation: a hash of its sequence number (never 0), so that stale lines of
-// earlier operations, or raw data of other kernels, practically never carry it.
-SC_DEV uint32_t sc_ll_flag(uint64_t seq) {
-  return (uint32_t)(((seq + 1) * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
+// LL flag of an operation: a hash of its sequence number and its call words (never 0), so that
+// stale lines of earlier operations, raw data of other kernels and lines of a peer that makes
+// another call (count, type, op: see "Call headers" in signal.cuh) practically never carry it.
+SC_DEV uint32_t sc_ll_flag(uint64_t seq, const uint32_t (&call)[4]) {
+  uint64_t h = (seq + 1) * 0x9E3779B97F4A7C15ull;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) h = (h ^ call[k]) * 0xBF58476D1CE4E5B9ull;
+  return (uint32_t)(h >> 32) | 1u;
 }
 
 // Waits for one LL unit (two lines, at p and p + SC_LL_LINE1) of rank `peer` in our staging and
@@ -134,6 +138,17 @@ SC_DEV void sc_allreduce_oneshot(const P& p, const ScDevComm& c, uint64_t seq, c
       if (q < n && q != r) p.push(P::half(c, q, seq) + (size_t)r * slot, u, x);
   }
   char* mine = P::half(c, r, seq);
+  // The Lamport one-shot has no barrier and its data no tag: block 0 checks the peers' call
+  // headers at the end (a rank with fewer units would otherwise finish without noticing). The
+  // header is loaded here, before the data waits, so that at the end it is normally in registers.
+  const bool hcheck = P::kHeaderAtEnd && blockIdx.x == 0 && c.call[0] != 0 && threadIdx.x < n && threadIdx.x != r;
+  const uint4* hp = sc_hdr(c.self, c.call_seq, hcheck ? (int)threadIdx.x : 0);
+  uint4 ha = make_uint4(0, 0, 0, 0), hb = ha;
+  if (hcheck) {
+    ha = sc_ld_ll16(hp);
+    hb = sc_ld_ll16(hp + 1);
+  }
+  bool all_ok = true;
   for (size_t u = t0; u < units; u += stride) {
     uint4 v[SC_MAX_RANKS];
     bool ok = true;
@@ -146,8 +161,19 @@ SC_DEV void sc_allreduce_oneshot(const P& p, const ScDevComm& c, uint64_t seq, c
         v[q] = make_uint4(0, 0, 0, 0);
       }
     }
-    if (!ok) break;
+    if (!ok) {
+      all_ok = false;
+      break;
+    }
     sc_store_unit<DT>(recv, u, count, ral, sc_reduce_packs<DT, OP>(v, n, factor));
+  }
+  if (hcheck && all_ok && sc_match_call(c, ha, hb, (int)threadIdx.x) == 0) {
+    if (sc_spin_until(c, (int)threadIdx.x, [&] {
+          ha = sc_ld_ll16(hp);
+          hb = sc_ld_ll16(hp + 1);
+          return ha.y == sc_call_tag(c.call_seq) && ha.w == ha.y && hb.y == ha.y && hb.w == ha.y;
+        }))
+      (void)sc_match_call(c, ha, hb, (int)threadIdx.x);
   }
 }
 
@@ -157,7 +183,8 @@ SC_DEV void sc_allreduce_oneshot(const P& p, const ScDevComm& c, uint64_t seq, c
 // having received every peer's lines of it, which each peer only sent after finishing its previous
 // operation.
 struct ScLL {
-  uint32_t flag;  // sc_ll_flag(seq)
+  uint32_t flag;  // sc_ll_flag(seq, call)
+  static constexpr bool kHeaderAtEnd = false;  // the flag carries the call words
   static SC_DEV size_t slot_bytes(size_t units) { return sc_ll_slot_bytes(units); }
   static SC_DEV uint4 prep(uint4 x) { return x; }
   static SC_DEV char* half(const ScDevComm& c, int q, uint64_t seq) { return sc_half(c, q, seq); }
@@ -176,7 +203,7 @@ __global__ void __launch_bounds__(SC_THREADS)
 sc_k_allreduce_ll(ScDevComm c, uint64_t seq, const typename ScType<DT>::T* __restrict__ send,
                   typename ScType<DT>::T* __restrict__ recv, size_t count,
                   typename ScType<DT>::Acc factor) {
-  sc_allreduce_oneshot<ScLL, DT, OP, NR>(ScLL{sc_ll_flag(seq)}, c, seq, send, recv, count, factor);
+  sc_allreduce_oneshot<ScLL, DT, OP, NR>(ScLL{sc_ll_flag(seq, c.call)}, c, seq, send, recv, count, factor);
 }
 
 // Tree / two-shot. Units are split into n slices of `su` units (the last may be shorter or

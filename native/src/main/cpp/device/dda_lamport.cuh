@@ -66,6 +66,7 @@ SC_DEV bool sc_lamport_recv(const ScDevComm& c, char* p, int peer, uint4* out) {
 // bytes (units * 16 * nranks <= SC_LAMPORT_HALF, checked by the host). A unit is cleaned
 // (sc_lamport_clean) before it is pushed, and our own contribution gets the same cleaning.
 struct ScLamport {
+  static constexpr bool kHeaderAtEnd = true;  // no tag in the data: block 0 checks the call headers at the end
   static SC_DEV size_t slot_bytes(size_t units) { return units * 16; }
   static SC_DEV uint4 prep(uint4 x) { return sc_lamport_clean(x); }
   static SC_DEV char* half(const ScDevComm& c, int q, uint64_t seq) { return sc_lamport_half(c, q, seq); }

@@ -32,6 +32,8 @@
 #define SC_DEVERR_TIMEOUT 1
 #define SC_DEVERR_ABORT 2
 #define SC_DEVERR_PEER_AHEAD 3  // a peer's flag shows an operation two or more ahead (see sc_barrier_block)
+#define SC_DEVERR_MISMATCH 4    // a peer's call header describes another call (see "Call headers" below)
+#define SC_DEVERR_PEER_FAILED 5 // a peer's kernel failed and marked this rank (ScSignal::peer_failed)
 
 struct alignas(128) ScFlag {
   uint64_t v;
@@ -53,7 +55,9 @@ struct ScSignal {
   alignas(128) uint64_t vepoch[SC_MAX_BLOCKS]; // last allToAllV epoch of block b (owner only)
   uint64_t vcall[SC_MAX_BLOCKS];               // allToAllV calls made by block b (owner only)
   alignas(128) uint32_t failed;                // set by this rank's kernels when a wait fails (sc_report)
+  uint32_t peer_failed;                        // a peer's failure: (its code << 8) | (its rank + 1), by that peer (sc_report)
   ScFlag cflags[SC_MAX_RANKS];                 // destroy barrier: cflags[r] written once by rank r
+  alignas(128) uint4 hdr[2][SC_MAX_RANKS][2];  // call headers by seq parity: hdr[s & 1][q] written by rank q
 };
 
 // Everything a kernel needs, passed by value.
@@ -61,12 +65,14 @@ struct ScDevComm {
   char* staging[SC_MAX_RANKS];    // every rank's staging base, as addressable from this GPU
   ScSignal* signal[SC_MAX_RANKS]; // every rank's signal buffer, as addressable from this GPU
   ScSignal* self;                 // == signal[rank]
-  volatile int* err;              // host-mapped: [0]=code [1]=block [2]=peer [3]=rank
+  volatile int* err;              // host-mapped: [0]=code [1]=block [2]=peer [3]=rank [4..7] peer's call [8..11] ours
   volatile long long* vstatus;    // host-mapped allToAllV status: code, receiver, sender, count, capacity
   const volatile int* abort_flag; // host-mapped, set by sc_comm_abort
   unsigned long long* trace;      // sc_debug_lp_trace timeline (device memory), or null (nearly always)
   uint64_t trace_ops;
   uint64_t timeout_ticks;
+  uint32_t call[4];               // this launch's call words (sc_call_words); call[0] == 0: no header
+  uint64_t call_seq;              // this launch's operation number (== the kernel's seq argument)
   size_t half_bytes;              // size of one staging half
   size_t lamport_off;             // offset of the Lamport region in every staging allocation (dda_lamport.cuh)
   int rank;
@@ -87,7 +93,7 @@ SC_DEV void sc_trace(const ScDevComm& c, uint64_t seq, int point) {
   }
 }
 
-SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
+SC_DEV void sc_report(const ScDevComm& c, int code, int peer, const uint32_t* peer_call = nullptr) {
   // Device-side copy for sc_kernel_begin of queued kernels. Never reset: a failed communicator is
   // refused by the host (err[0] stays set) until it is destroyed. Later kernels read it after a
   // kernel boundary (stream order / PDL wait), except a chained LP chunk kernel, which reads it
@@ -98,10 +104,89 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
     c.err[1] = blockIdx.x;
     c.err[2] = peer;
     c.err[3] = c.rank;
+    for (int k = 0; k < 4; ++k) {
+      c.err[4 + k] = peer_call ? (int)peer_call[k] : 0;
+      c.err[8 + k] = (int)c.call[k];
+    }
     sc_fence_system();  // detail words before the code the host polls
     c.err[0] = code;
   }
+  // Every peer learns that this rank failed: its waits of this operation stop (sc_spin_until) and
+  // its next kernel refuses to start (sc_kernel_begin), so a peer that would otherwise pass this
+  // operation and later wait for us fails at once instead of after its timeout. These are stores
+  // into peers' memory on a failure path, so only into peers that still have it: not when a peer
+  // already failed (it told every rank, and may have freed its memory since: a failed communicator
+  // is destroyed without the close barrier), nor into a peer that arrived at its close barrier
+  // (cflags: it frees only once that barrier completes, which needs our arrival, or times out,
+  // seconds after its arrival, which reached this memory before its free). A peer aborted by its
+  // host with no kernel running is not seen here: the one case this store can reach freed memory,
+  // like a barrier arrival can. A peer's report of ours (PEER_FAILED) does not echo back.
+  if (code != SC_DEVERR_PEER_FAILED && *(const volatile uint32_t*)&c.self->peer_failed == 0) {
+    for (int q = 0; q < c.nranks; ++q)
+      if (q != c.rank && *(const volatile uint64_t*)&c.self->cflags[q].v == 0)
+        *(volatile uint32_t*)&c.signal[q]->peer_failed = ((uint32_t)code << 8) | (uint32_t)(c.rank + 1);
+  }
   sc_fence_system();
+}
+
+// ---- Call headers ----
+// Every kernel that exchanges data (call[0] != 0) publishes what call it belongs to: block 0,
+// thread p, writes its four call words into hdr[seq & 1][rank] of peer p, as two LL lines whose
+// tag words (sc_call_tag) name the operation. A rank that finds a peer's header of the same
+// operation with other words reports SC_DEVERR_MISMATCH; so does every rank, as each reads every
+// peer's header:
+//   - barrier kernels: block 0 reads the header in sc_barrier_block, polled with the flag. The
+//     header is written before the flag's release store by the same thread, so after the acquire
+//     it is visible (a value read earlier in the same poll is kept only if its tag matches);
+//   - the Lamport one-shot, which has no barrier: block 0 at its end (sc_oneshot_check_calls);
+//   - the LL one-shot: its line flags are derived from the call words (sc_ll_flag), so units of
+//     another call are never taken for ours, and the wait below finds the header;
+//   - every wait that lasts (sc_spin_until, every 256 polls) checks every peer's header, so a rank
+//     whose peer runs another kernel (another protocol, another grid) stops within microseconds.
+// Reuse of hdr[s & 1] at s + 2: a peer pushes it at the start of its kernel s + 2, which starts
+// after its kernel s + 1 passed a barrier (or received our data) of s + 1, which needs our kernel
+// s + 1 to have started, which starts after our kernel s completed (stream order / PDL wait) or,
+// for a chained LP kernel, after our kernel s passed its barrier, where block 0 checked.
+SC_DEV uint32_t sc_call_tag(uint64_t seq) { return (uint32_t)(seq * 2 + 1); }  // never 0; s, s + 2 differ
+
+SC_DEV uint4* sc_hdr(ScSignal* s, uint64_t seq, int from) { return s->hdr[seq & 1][from]; }
+
+SC_DEV void sc_push_call(const ScDevComm& c) {
+  const int p = threadIdx.x;
+  if (c.call[0] == 0 || blockIdx.x != 0 || p >= c.nranks || p == c.rank) return;
+  const uint32_t tag = sc_call_tag(c.call_seq);
+  uint4* h = sc_hdr(c.signal[p], c.call_seq, c.rank);
+  sc_st_ll16(h, make_uint4(c.call[0], tag, c.call[1], tag));
+  sc_st_ll16(h + 1, make_uint4(c.call[2], tag, c.call[3], tag));
+}
+
+// 1: the lines hold peer's header of this operation and it matches ours; -1: it describes another
+// call (reported); 0: not arrived.
+SC_DEV int sc_match_call(const ScDevComm& c, uint4 a, uint4 b, int peer) {
+  const uint32_t tag = sc_call_tag(c.call_seq);
+  if (a.y != tag || a.w != tag || b.y != tag || b.w != tag) return 0;
+  if (a.x == c.call[0] && a.z == c.call[1] && b.x == c.call[2] && b.z == c.call[3]) return 1;
+  const uint32_t theirs[4] = {a.x, a.z, b.x, b.z};
+  sc_report(c, SC_DEVERR_MISMATCH, peer, theirs);
+  return -1;
+}
+
+// Slow-path check of every peer's header (sc_spin_until). False after a mismatch (reported).
+// A peer's failure mark (ScSignal::peer_failed) as this rank's failure: err[2] names the peer, err[4]
+// carries its code (the host says "rank q found a mismatch" or "timed out").
+SC_DEV void sc_report_peer_failed(const ScDevComm& c, uint32_t pf) {
+  const uint32_t words[4] = {pf >> 8, 0, 0, 0};
+  sc_report(c, SC_DEVERR_PEER_FAILED, (int)(pf & 0xffu) - 1, words);
+}
+
+SC_DEV bool sc_calls_agree(const ScDevComm& c) {
+  if (c.call[0] == 0) return true;
+  for (int q = 0; q < c.nranks; ++q) {
+    if (q == c.rank) continue;
+    const uint4* h = sc_hdr(c.self, c.call_seq, q);
+    if (sc_match_call(c, sc_ld_ll16(h), sc_ld_ll16(h + 1), q) < 0) return false;
+  }
+  return true;
 }
 
 // Prologue of every collective kernel: wait for the stream's previous kernel (PDL), then stop at
@@ -120,14 +205,21 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer) {
 // call, which starts before that kernel completed. Its `failed` read is still current: the previous
 // kernel triggers only after its barrier, so a block of it that failed there exited instead (PDL
 // then counts it as triggered), and sc_report's system fence made `failed` visible before that exit.
+// A peer's failure mark (peer_failed) stops the kernel too, reported as SC_DEVERR_PEER_FAILED so the
+// host fails the call instead of taking the untouched output for a result.
+// Then block 0 publishes the call header (sc_push_call), before any data or flag of this kernel.
 SC_DEV bool sc_kernel_begin(const ScDevComm& c, bool wait = true, bool trigger = true) {
   if (wait) sc_pdl_wait();
-  if (__syncthreads_or(threadIdx.x == 0 && *(const volatile uint32_t*)&c.self->failed)) {
+  uint32_t pf = 0;
+  if (__syncthreads_or(threadIdx.x == 0 && (*(const volatile uint32_t*)&c.self->failed ||
+                                            (pf = *(const volatile uint32_t*)&c.self->peer_failed) != 0))) {
+    if (threadIdx.x == 0 && pf != 0 && blockIdx.x == 0) sc_report_peer_failed(c, pf);
     // A chained kernel that stops must still end after its predecessor: later kernels' PDL waits
     // take "this kernel completed" to mean that every earlier one did.
     if (!wait) sc_pdl_wait();
     return false;
   }
+  sc_push_call(c);
   if (trigger) sc_pdl_launch_dependents();
   return true;
 }
@@ -148,6 +240,12 @@ SC_DEV bool sc_spin_until(const ScDevComm& c, int peer, Ready ready) {
         return false;
       }
       if (c.err[0] != SC_DEVERR_NONE) return false;  // another block already failed
+      if (!sc_calls_agree(c)) return false;  // before the peers' marks: a rank names the calls itself
+      const uint32_t pf = *(const volatile uint32_t*)&c.self->peer_failed;
+      if (pf != 0) {
+        sc_report_peer_failed(c, pf);
+        return false;
+      }
       if (sc_now_ticks() - t0 > c.timeout_ticks) {
         sc_report(c, SC_DEVERR_TIMEOUT, peer);
         return false;
@@ -194,7 +292,37 @@ SC_DEV bool sc_barrier_block(const ScDevComm& c, uint64_t epoch) {
     //     (epoch = seq * SC_EPOCHS_PER_OP + j + 1, j < SC_EPOCHS_PER_OP: `ahead` is the first epoch
     //     of operation seq + 2.)
     const uint64_t ahead = ((epoch - 1) / SC_EPOCHS_PER_OP + 2) * SC_EPOCHS_PER_OP + 1;
-    ok = sc_wait_flag(c, &c.self->flags[blockIdx.x][p].v, epoch, p, ahead) ? 1 : 0;
+    const uint64_t* flag = &c.self->flags[blockIdx.x][p].v;
+    if (blockIdx.x == 0 && c.call[0] != 0) {
+      // Block 0 also checks peer p's call header (see "Call headers"), loaded in the same polls as
+      // the flag so that the check adds no memory round trip after the barrier. A header loaded
+      // before the acquire may be older than the flag; it is used only when its tag names this
+      // operation, otherwise it is loaded again after the acquire, when it must be there.
+      const uint4* h = sc_hdr(c.self, c.call_seq, p);
+      uint4 a, b;
+      uint64_t f = 0;
+      ok = sc_spin_until(c, p, [&] {
+        a = sc_ld_ll16(h);
+        b = sc_ld_ll16(h + 1);
+        return (f = sc_ld_relaxed_sys(flag)) >= epoch;
+      }) ? 1 : 0;
+      if (ok && f >= ahead) {
+        sc_report(c, SC_DEVERR_PEER_AHEAD, p);
+        ok = 0;
+      }
+      if (ok) {
+        (void)sc_ld_acquire_sys(flag);
+        int m = sc_match_call(c, a, b, p);
+        if (m == 0) m = sc_match_call(c, sc_ld_ll16(h), sc_ld_ll16(h + 1), p);
+        if (m == 0) {
+          const uint32_t none[4] = {0, 0, 0, 0};
+          sc_report(c, SC_DEVERR_MISMATCH, p, none);  // flag without header: not a kernel of this build
+        }
+        ok = m > 0;
+      }
+    } else {
+      ok = sc_wait_flag(c, flag, epoch, p, ahead) ? 1 : 0;
+    }
   }
   // (4) bar.sync extends what the waiting threads acquired to every thread of the block, and
   //     agrees on success: all threads leave with the same verdict.

@@ -41,6 +41,7 @@ extern "C" {
 #define SC_ERR_VENDOR 7      /* NCCL/RCCL missing or failed */
 #define SC_ERR_STATE 8       /* call not valid in the communicator's state (not connected, in error) */
 #define SC_ERR_NO_DEVICE 9   /* no GPU, or the GPU runtime is unusable */
+#define SC_ERR_MISMATCH 10   /* the ranks made different calls (collective, type, op, count, root, protocol) */
 
 /* ---- data types ---- */
 #define SC_FLOAT32 0
@@ -125,7 +126,7 @@ SC_API int sc_comm_export(sc_comm_t comm, void* buf, size_t len);
  * real device read and write. */
 SC_API int sc_comm_connect(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len);
 SC_API int sc_comm_abort(sc_comm_t comm);   /* wakes and fails every pending wait of this rank */
-SC_API int sc_comm_check(sc_comm_t comm);   /* SC_OK, or SC_ERR_TIMEOUT / SC_ERR_ABORTED with text */
+SC_API int sc_comm_check(sc_comm_t comm);   /* SC_OK, or SC_ERR_TIMEOUT / SC_ERR_ABORTED / SC_ERR_MISMATCH with text */
 /* Final barrier (bounded by the timeout, on flags of its own), then frees. The caller's streams must
  * be idle: the barrier runs on the communicator's internal stream, not after work queued elsewhere. */
 SC_API int sc_comm_destroy(sc_comm_t comm);

@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The backend-independent half of a communicator: planning ({@link CallPlanner}: argument checks,
@@ -26,6 +27,8 @@ public abstract class AbstractCommunicator implements Communicator {
   private final CallPlanner planner;
   private final CommStats stats = new CommStats();
   private final Object callLock = new Object();
+  /** The thread inside a call (run / submit), or null: one caller at a time, see {@link #enter}. */
+  private final AtomicReference<Thread> caller = new AtomicReference<>();
   private volatile boolean closed;
   private ExecutorService asyncExecutor;          // created on first async call
   private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
@@ -111,9 +114,32 @@ public abstract class AbstractCommunicator implements Communicator {
   // ---------------------------------------------------------------- execution and ordering
 
   private void run(PlannedCall p) {
-    synchronized (callLock) {
-      drainAsync();
-      timed(p);
+    enter(p);
+    try {
+      synchronized (callLock) {
+        drainAsync();
+        timed(p);
+      }
+    } finally {
+      caller.set(null);
+    }
+  }
+
+  /**
+   * One caller at a time. Every rank must make the same calls in the same order; two threads that
+   * call one communicator at once run in an order that differs from rank to rank, which pairs one
+   * thread's call here with the other thread's call on a peer. So a second thread that calls while a
+   * call is in progress fails at once instead of waiting its turn. Calls from different threads one
+   * after another are fine (the caller orders them).
+   */
+  private void enter(PlannedCall p) {
+    Thread me = Thread.currentThread();
+    Thread other = caller.compareAndExchange(null, me);
+    if (other != null) {
+      throw new IllegalStateException("rank " + rank + ": " + p.kind() + " called from thread \"" + me.getName()
+          + "\" while thread \"" + other.getName() + "\" is in a call of this communicator: a communicator takes one"
+          + " caller at a time (the ranks would pair different threads' calls); order the calls, or give each thread"
+          + " its own communicator");
     }
   }
 
@@ -125,6 +151,15 @@ public abstract class AbstractCommunicator implements Communicator {
   }
 
   private Work submit(PlannedCall p) {
+    enter(p);
+    try {
+      return submitLocked(p);
+    } finally {
+      caller.set(null);
+    }
+  }
+
+  private Work submitLocked(PlannedCall p) {
     synchronized (callLock) {
       if (planner.offer().enqueues()) {
         ensureOpen();

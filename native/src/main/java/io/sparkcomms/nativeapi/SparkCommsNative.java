@@ -32,6 +32,7 @@ public final class SparkCommsNative {
   public static final int SC_ERR_VENDOR = 7;
   public static final int SC_ERR_STATE = 8;
   public static final int SC_ERR_NO_DEVICE = 9;
+  public static final int SC_ERR_MISMATCH = 10;
   public static final int SC_FLOAT32 = 0;
   public static final int SC_BFLOAT16 = 1;
   public static final int SC_FLOAT16 = 2;

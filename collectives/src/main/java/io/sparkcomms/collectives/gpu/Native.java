@@ -2,6 +2,7 @@ package io.sparkcomms.collectives.gpu;
 
 import io.sparkcomms.collectives.CommAbortedException;
 import io.sparkcomms.collectives.CommException;
+import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommTimeoutException;
 import io.sparkcomms.nativeapi.SparkCommsNative;
 
@@ -15,6 +16,7 @@ final class Native {
     switch (status) {
       case SparkCommsNative.SC_ERR_TIMEOUT: throw new CommTimeoutException(msg);
       case SparkCommsNative.SC_ERR_ABORTED: throw new CommAbortedException(msg);
+      case SparkCommsNative.SC_ERR_MISMATCH: throw new CommMismatchException(msg);
       case SparkCommsNative.SC_ERR_INVALID_ARG: throw new IllegalArgumentException(msg);
       default: throw new CommException(msg);
     }

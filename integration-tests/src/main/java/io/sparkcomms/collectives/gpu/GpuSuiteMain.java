@@ -2,6 +2,7 @@ package io.sparkcomms.collectives.gpu;
 
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CollectiveChecker;
+import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.DataType;
@@ -90,6 +91,7 @@ public final class GpuSuiteMain {
       List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, algos));
       fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
       fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
+      fails.addAll(mismatch(rv, device));
       int rank = comms.get(Algorithm.FLAT).rank();
       System.out.println("rank " + rank + " (device " + device + ") checked "
           + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures"
@@ -98,6 +100,44 @@ public final class GpuSuiteMain {
     } finally {
       comms.values().forEach(Communicator::close);
     }
+  }
+
+  /**
+   * Ranks that disagree on the count (rank 1 asks for fewer elements), on a small call (one-shot) and
+   * a large one (tree): every rank must raise {@link CommMismatchException}, and the communicator must
+   * refuse the next call. A fresh communicator per case (a mismatch leaves it unusable).
+   */
+  static List<String> mismatch(java.util.function.Supplier<Rendezvous> rv, int device) {
+    List<String> fails = new ArrayList<>();
+    for (long[] counts : new long[][] {{1000, 10}, {4 << 20, 2 << 20}}) {
+      CommOptions o = CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).vendor(false)
+          .stagingBytes(8 << 20).timeout(Duration.ofSeconds(30)).build();
+      try (GpuCommunicator g = GpuCommunicator.create(rv.get(), o, device);
+           DeviceBuffer in = DeviceBuffer.allocate(DataType.FLOAT32, counts[0], device);
+           DeviceBuffer out = DeviceBuffer.allocate(DataType.FLOAT32, counts[0], device)) {
+        long count = g.rank() == 1 ? counts[1] : counts[0];
+        String what = "allReduce " + counts[0] + " vs " + counts[1] + " floats";
+        long t0 = System.nanoTime();
+        try {
+          g.allReduce(in.view(0, count), out.view(0, count), ReduceOp.SUM);
+          g.synchronize();
+          fails.add("mismatch: " + what + " returned on rank " + g.rank());
+        } catch (CommMismatchException e) {
+          System.out.println("rank " + g.rank() + ": " + what + ": CommMismatchException after "
+              + (System.nanoTime() - t0) / 1_000_000 + " ms: " + e.getMessage());
+        } catch (RuntimeException e) {
+          fails.add("mismatch: " + what + " raised " + e + " on rank " + g.rank() + ", expected CommMismatchException");
+        }
+        try {
+          g.allReduce(in.view(0, 16), out.view(0, 16), ReduceOp.SUM);
+          g.synchronize();
+          fails.add("mismatch: a call after " + what + " returned on rank " + g.rank());
+        } catch (RuntimeException expected) {
+          // the communicator is unusable after a mismatch
+        }
+      }
+    }
+    return fails;
   }
 
   /**
