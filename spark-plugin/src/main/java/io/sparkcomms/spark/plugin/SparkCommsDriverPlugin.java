@@ -22,8 +22,9 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The driver side of {@link io.sparkcomms.spark.SparkCommsPlugin}. Lifecycle, one instance per application:
- * {@link #init} validates the configuration ({@link ConfigValidator}; a bad one stops the
- * SparkContext from starting), makes the
+ * {@link #init} validates the configuration ({@link ConfigValidator}; a bad one, or
+ * {@code spark.sparkcomms.security.requireAuthenticate} without {@code spark.authenticate}, stops
+ * the SparkContext from starting; otherwise a weak security setup is logged once), makes the
  * application's message key ({@link PluginAuth}), listens for removed executors, barrier stages and
  * task starts, and returns the settings every executor plugin receives, the key among them.
  * {@link #receive} opens each executor message (only authentic, fresh {@code byte[]} messages pass),
@@ -53,6 +54,7 @@ public final class SparkCommsDriverPlugin implements DriverPlugin {
    */
   Map<String, String> start(Map<String, String> conf) {
     ConfigValidator.validate(conf);
+    ConfigValidator.securityWarning(conf).ifPresent(w -> LOG.warn("sparkcomms: {}", w));
     SparkCommsConf c = SparkCommsConf.of(conf);
     Map<String, String> toExecutors = new LinkedHashMap<>();
     toExecutors.put(SparkCommsConf.RESOURCE_NAME.key(), c.resourceName());

@@ -14,6 +14,7 @@ import io.sparkcomms.spark.rendezvous.RendezvousProtocol.Reply;
 import io.sparkcomms.spark.rendezvous.RendezvousProtocol.Slot;
 import io.sparkcomms.spark.rendezvous.RendezvousProtocol.Status;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -95,5 +96,16 @@ class DriverPluginSecurityTest {
     assertEquals("1", one.driver.gpuClaims().holder("h", "gpu", "0"), "executor 2's release leaves executor 1's claim");
     assertNull(one.ask(new GpuClaimProtocol.Release()));
     assertNull(one.driver.gpuClaims().holder("h", "gpu", "0"), "the holder's own release ends it");
+  }
+
+  @Test void theDriverRefusesToStartWithoutAuthenticationWhenRequired() {
+    SparkCommsDriverPlugin d = new SparkCommsDriverPlugin();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> d.start(Map.of("spark.sparkcomms.security.requireAuthenticate", "true", "spark.authenticate", "false")));
+    assertTrue(e.getMessage().contains("spark.sparkcomms.security.requireAuthenticate=true but spark.authenticate=false"),
+        e.getMessage());
+    assertThrows(IllegalStateException.class, () -> d.receive(new byte[64]), "a driver that did not start accepts nothing");
+    assertTrue(new SparkCommsDriverPlugin().start(Map.of("spark.sparkcomms.security.requireAuthenticate", "true",
+        "spark.authenticate", "true")).containsKey(PluginAuth.KEY_SETTING));
   }
 }
