@@ -12,6 +12,10 @@ import java.util.Map;
  * holder is marked conflicted too, so its next {@link #check} fails: both executors learn the
  * message naming the host, the GPU and both executor ids. A claim ends with {@link #release} (the
  * executor shut down or was removed).
+ *
+ * <p>The executor id of every call is the one the driver proved (the sender of an authenticated
+ * message, or the executor the cluster manager removed), never a field of the message: an executor
+ * can claim only for itself and release only what it holds.
  */
 public final class GpuClaimRegistry {
   private record Gpu(String host, String resourceName, String address) {}
@@ -19,17 +23,31 @@ public final class GpuClaimRegistry {
   private final Map<Gpu, String> holders = new HashMap<>();
   private final Map<String, String> conflicts = new HashMap<>();
 
-  /** Grants {@code claim} unless another executor holds the same GPU of the same host. Idempotent. */
-  public synchronized GpuClaimProtocol.Reply claim(GpuClaimProtocol.Claim claim) {
+  /**
+   * Grants {@code executorId}'s {@code claim} unless another executor holds the same GPU of the same
+   * host, or {@code executorId} holds another GPU already (one GPU per executor, which also bounds
+   * what the registry keeps by the number of executors). Idempotent.
+   */
+  public synchronized GpuClaimProtocol.Reply claim(String executorId, GpuClaimProtocol.Claim claim) {
     Gpu gpu = new Gpu(claim.host(), claim.resourceName(), claim.address());
     String holder = holders.get(gpu);
-    if (holder == null || holder.equals(claim.executorId())) {
-      holders.put(gpu, claim.executorId());
+    if (holder == null) {
+      for (Map.Entry<Gpu, String> e : holders.entrySet()) {
+        if (e.getValue().equals(executorId)) {
+          Gpu other = e.getKey();
+          return GpuClaimProtocol.Reply.denied("executor " + executorId + " claimed " + gpu.resourceName() + " address "
+              + gpu.address() + " on host " + gpu.host() + " but holds " + other.resourceName() + " address "
+              + other.address() + " on host " + other.host() + " already; an executor holds one GPU");
+        }
+      }
+    }
+    if (holder == null || holder.equals(executorId)) {
+      holders.put(gpu, executorId);
       return GpuClaimProtocol.Reply.ok();
     }
-    String message = conflictMessage(gpu, holder, claim.executorId());
+    String message = conflictMessage(gpu, holder, executorId);
     conflicts.put(holder, message);
-    conflicts.put(claim.executorId(), message);
+    conflicts.put(executorId, message);
     return GpuClaimProtocol.Reply.denied(message);
   }
 
@@ -39,7 +57,7 @@ public final class GpuClaimRegistry {
     return message == null ? GpuClaimProtocol.Reply.ok() : GpuClaimProtocol.Reply.denied(message);
   }
 
-  /** Ends every claim of {@code executorId}. */
+  /** Ends every claim of {@code executorId} (and only its own). */
   public synchronized void release(String executorId) {
     for (Iterator<String> it = holders.values().iterator(); it.hasNext(); ) {
       if (it.next().equals(executorId)) it.remove();

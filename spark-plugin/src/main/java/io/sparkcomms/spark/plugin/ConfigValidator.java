@@ -12,6 +12,9 @@ import java.util.Optional;
  */
 public final class ConfigValidator {
   static final String DYNAMIC_ALLOCATION = "spark.dynamicAllocation.enabled";
+  static final String AUTHENTICATE = "spark.authenticate";
+  static final String NETWORK_CRYPTO = "spark.network.crypto.enabled";
+  static final String SASL_ENCRYPTION = "spark.authenticate.enableSaslEncryption";
 
   private ConfigValidator() {}
 
@@ -41,7 +44,45 @@ public final class ConfigValidator {
     tryParse(out, sc::numaAffinity);
     tryParse(out, sc::gpuClaimCheckInterval);
     tryParse(out, sc::rendezvous);
+    tryParse(out, () -> {
+      if (sc.requireAuthenticate() && !isTrue(sc, AUTHENTICATE)) {
+        out.add(SparkCommsConf.REQUIRE_AUTHENTICATE.key() + "=true but " + AUTHENTICATE + "="
+            + sc.sparkValue(AUTHENTICATE).orElse("false") + ": without Spark's authentication any process that can "
+            + "reach the driver's RPC port can send to the plugin's endpoint and read the application's configuration. "
+            + "Set " + AUTHENTICATE + "=true (and " + NETWORK_CRYPTO + "=true, so that IPC handles and segment names "
+            + "do not travel in clear), see docs/security.md");
+      }
+    });
     return out;
+  }
+
+  /**
+   * The warning the driver logs once at start when Spark's RPC is not authenticated, or authenticated
+   * but not encrypted; empty when both are on. The plugin's own message authentication keeps a
+   * message from being forged or replayed by a process without the application's key, but only
+   * Spark's authentication keeps such processes off the driver's RPC port (and away from the
+   * configuration that carries the key), and only its encryption hides what the messages carry.
+   */
+  public static Optional<String> securityWarning(Map<String, String> conf) {
+    SparkCommsConf sc = SparkCommsConf.of(conf);
+    if (!isTrue(sc, AUTHENTICATE)) {
+      return Optional.of(AUTHENTICATE + " is not true: any process that can reach the driver's RPC port can send "
+          + "to the plugin's endpoint (Spark deserializes what it sends before the plugin sees it) and can read the "
+          + "application's configuration, the plugin's message key among it; the plugin's messages, with CUDA IPC "
+          + "handles and shared-memory segment names, travel in clear. Set " + AUTHENTICATE + "=true and "
+          + NETWORK_CRYPTO + "=true, or " + SparkCommsConf.REQUIRE_AUTHENTICATE.key() + "=true to refuse to start "
+          + "without authentication (docs/security.md).");
+    }
+    if (!isTrue(sc, NETWORK_CRYPTO) && !isTrue(sc, SASL_ENCRYPTION)) {
+      return Optional.of(AUTHENTICATE + "=true but " + NETWORK_CRYPTO + " is not: Spark's RPC is authenticated, not "
+          + "encrypted, so the plugin's messages (CUDA IPC handles, shared-memory segment names) and the message key "
+          + "handed to executors travel in clear. Set " + NETWORK_CRYPTO + "=true (docs/security.md).");
+    }
+    return Optional.empty();
+  }
+
+  private static boolean isTrue(SparkCommsConf sc, String key) {
+    return sc.sparkValue(key).map(v -> v.equalsIgnoreCase("true")).orElse(false);
   }
 
   private static void checkGpuAmounts(SparkCommsConf sc, List<String> out) {

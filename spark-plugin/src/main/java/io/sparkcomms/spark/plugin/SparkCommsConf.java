@@ -52,6 +52,8 @@ public final class SparkCommsConf {
       "How often an executor re-checks its GPU claim with the driver. An executor whose GPU another executor of its host also claims logs why and exits.");
   public static final Entry RENDEZVOUS = entry("rendezvous", "auto",
       "How the tasks of a barrier stage meet to build a communicator: `auto` (over the plugin's RPC channel, a few milliseconds per round, when `spark.plugins` loads SparkCommsPlugin; else `barrier`), `rpc` (the plugin's RPC channel; an error without the plugin) or `barrier` (Spark's `BarrierTaskContext.allGather`, about a second per round: Spark polls its barrier coordinator once a second).");
+  public static final Entry REQUIRE_AUTHENTICATE = entry("security.requireAuthenticate", "false",
+      "Refuse to start (the driver plugin stops the SparkContext) unless `spark.authenticate=true`. Without Spark's authentication any process that can reach the driver's RPC port can send to the plugin's endpoint and read the application's configuration; the driver logs a warning then, and also when `spark.network.crypto.enabled` is off (the plugin's messages, IPC handles among them, travel in clear). See docs/security.md.");
   public static final Entry BACKEND = entry("backend", "auto",
       "Communicator backend: `auto` (GPU when available, else host), `host` or `gpu`. Env: `SPARKCOMMS_BACKEND`.");
   public static final Entry ALGO = entry("algo", "auto",
@@ -139,6 +141,12 @@ public final class SparkCommsConf {
 
   public Duration gpuClaimCheckInterval() {
     return duration(GPU_CLAIM_CHECK_INTERVAL, raw(GPU_CLAIM_CHECK_INTERVAL).orElse(GPU_CLAIM_CHECK_INTERVAL.defaultValue()));
+  }
+
+  /** Whether the driver plugin refuses to start without {@code spark.authenticate=true} ({@link #REQUIRE_AUTHENTICATE}). */
+  public boolean requireAuthenticate() {
+    return raw(REQUIRE_AUTHENTICATE).flatMap(v -> bool(REQUIRE_AUTHENTICATE, v))
+        .orElseGet(() -> bool(REQUIRE_AUTHENTICATE, REQUIRE_AUTHENTICATE.defaultValue()).orElseThrow());
   }
 
   /** How barrier tasks meet ({@link #RENDEZVOUS}). */

@@ -21,7 +21,9 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>{@link #init}: installs {@link SparkCommsMetrics} and its {@link PluginContext} as this JVM's
  *       channel to the driver plugin (the RPC rendezvous of {@link io.sparkcomms.spark.BarrierComms} uses it,
- *       through {@link #driverRpc}); finds the executor's GPU in its resources
+ *       through {@link #driverRpc}), its messages sealed as this executor with the application's key that
+ *       the driver plugin handed over in {@code extraConf} ({@link PluginAuth}; without it init fails);
+ *       finds the executor's GPU in its resources
  *       (none: the host backend is used and nothing else happens); claims it with the driver, binds it
  *       once (an unusable or contested GPU throws, so the executor exits at start with the reason in
  *       its log instead of lingering); optionally binds the process to the GPU's NUMA-local CPUs;
@@ -35,10 +37,16 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
   /** Exit status of an executor whose GPU another executor of its host also holds. */
   static final int EXIT_GPU_CONFLICT = 61;
 
-  /** The executor plugin's context of this JVM, for the RPC rendezvous; null without the plugin. */
-  private static volatile PluginContext driverChannel;
+  /** A plugin context and the sealer of this executor's messages. */
+  private record Channel(PluginContext ctx, PluginAuth.Sender sender) {
+    Object ask(Object message) throws Exception { return PluginWire.ask(ctx, sender, message); }
+  }
+
+  /** The executor plugin's channel of this JVM, for the RPC rendezvous; null without the plugin. */
+  private static volatile Channel driverChannel;
 
   private PluginContext ctx;
+  private Channel channel;
   private SparkCommsMetrics metrics;
   private ExecutorGpu gpu;
   private GpuClaimWatchdog watchdog;
@@ -46,11 +54,19 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     this.ctx = ctx;
+    Map<String, String> settings = new HashMap<>(extraConf);
+    String key = settings.remove(PluginAuth.KEY_SETTING);
+    if (key == null) {
+      throw new IllegalStateException("sparkcomms: the driver plugin handed executor " + ctx.executorID()
+          + " no message key (" + PluginAuth.KEY_SETTING + " in its extraConf); does the driver run the same "
+          + "sparkcomms version, with the same spark.plugins?");
+    }
+    channel = new Channel(ctx, new PluginAuth.Sender(PluginAuth.decodeKey(key), ctx.executorID()));
     Map<String, String> all = new HashMap<>(SparkCommsConf.toMap(ctx.conf()));
-    all.putAll(extraConf);
+    all.putAll(settings);
     SparkCommsConf conf = SparkCommsConf.of(all);
     metrics = SparkCommsMetrics.install(ctx.metricRegistry());
-    driverChannel = ctx;
+    driverChannel = channel;
     String host = ExecutorHost.of(ctx);
     Optional<ExecutorGpu> found = ExecutorGpu.fromResources(ctx.resources(), conf.resourceName(), host, ctx.executorID());
     if (found.isEmpty()) {
@@ -66,7 +82,7 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
       LOG.info("sparkcomms: {}", NumaAffinity.bindProcess(g.ordinal(), ProcessHandle.current().pid()));
     }
     watchdog = new GpuClaimWatchdog(conf.gpuClaimCheckInterval(),
-        () -> (GpuClaimProtocol.Reply) PluginWire.ask(ctx, new GpuClaimProtocol.Check(ctx.executorID())), this::onConflict);
+        () -> (GpuClaimProtocol.Reply) channel.ask(new GpuClaimProtocol.Check()), this::onConflict);
     watchdog.start();
     LOG.info("sparkcomms: executor {} owns {} (device binder: {})", ctx.executorID(), g,
         ExecutorGpu.binder().describe());
@@ -92,30 +108,30 @@ public final class SparkCommsExecutorPlugin implements ExecutorPlugin {
     if (watchdog != null) watchdog.close();
     if (gpu != null) {
       try {
-        PluginWire.send(ctx, new GpuClaimProtocol.Release(ctx.executorID()));
+        PluginWire.send(ctx, channel.sender(), new GpuClaimProtocol.Release());
       } catch (Exception e) {
         LOG.debug("sparkcomms: could not release the GPU claim: {}", e.toString());
       }
       ExecutorGpu.uninstall(gpu);
     }
     if (metrics != null) SparkCommsMetrics.uninstall(metrics);
-    if (driverChannel == ctx) driverChannel = null;
+    if (driverChannel == channel) driverChannel = null;
   }
 
   /**
    * The channel to the driver plugin of this executor JVM ({@code PluginContext.ask}, messages and
-   * replies encoded by {@link PluginWire}), when the plugin is loaded (empty, for example, when
-   * {@code spark.plugins} does not name it).
+   * replies sealed by {@link PluginAuth} and encoded by {@link PluginWire}), when the plugin is loaded
+   * (empty, for example, when {@code spark.plugins} does not name it).
    */
   public static Optional<PluginRendezvous.Rpc> driverRpc() {
-    PluginContext c = driverChannel;
-    return c == null ? Optional.empty() : Optional.of(message -> PluginWire.ask(c, message));
+    Channel c = driverChannel;
+    return c == null ? Optional.empty() : Optional.of(c::ask);
   }
 
   private void claim(ExecutorGpu g) {
     GpuClaimProtocol.Reply reply;
     try {
-      reply = (GpuClaimProtocol.Reply) PluginWire.ask(ctx, new GpuClaimProtocol.Claim(g.host(), g.resourceName(), g.address(), g.executorId()));
+      reply = (GpuClaimProtocol.Reply) channel.ask(new GpuClaimProtocol.Claim(g.host(), g.resourceName(), g.address()));
     } catch (Exception e) {
       throw new IllegalStateException("sparkcomms: executor " + g.executorId() + " could not claim " + g
           + " with the driver: " + e, e);

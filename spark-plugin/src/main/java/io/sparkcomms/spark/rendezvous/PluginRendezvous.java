@@ -29,7 +29,10 @@ import org.slf4j.LoggerFactory;
  * between polls. A round costs a few milliseconds, where a {@link BarrierTaskContext#allGather}
  * costs about a second (Spark polls its barrier coordinator once a second). No Spark barrier sync
  * is made: rank and size come from the task's partition id and the stage's task infos, which also
- * give the hosts for the single-host check without a sync.
+ * give the hosts for the single-host check without a sync. Every message names the task attempt, and
+ * the driver accepts a rank's messages only from the task that runs its partition; until its
+ * SparkListener has reported that task, it answers {@link RendezvousProtocol.Status#UNVERIFIED} and
+ * this rank sends its deposit again.
  *
  * <p>Failures raise {@link RendezvousException} within the timeout: a rank that never arrives
  * (naming the missing ranks), a peer that gave up ({@link Abort}), an ended stage attempt (the
@@ -58,6 +61,7 @@ public final class PluginRendezvous implements Rendezvous {
   private final int group;
   private final int rank;
   private final int size;
+  private final long taskId;
   private final String where;
   private final BooleanSupplier killed;
   private ExecutorService askThread;
@@ -66,17 +70,18 @@ public final class PluginRendezvous implements Rendezvous {
 
   /**
    * Rank {@code rank} of {@code size} of the {@code group}-th communicator of stage attempt
-   * ({@code stageId}, {@code stageAttempt}); {@code where} names the host in messages, {@code killed}
-   * says when the task was killed.
+   * ({@code stageId}, {@code stageAttempt}), spoken for by task attempt {@code taskId}; {@code where}
+   * names the host in messages, {@code killed} says when the task was killed.
    */
-  public PluginRendezvous(Rpc rpc, int stageId, int stageAttempt, int group, int rank, int size, String where,
-      BooleanSupplier killed) {
+  public PluginRendezvous(Rpc rpc, int stageId, int stageAttempt, int group, int rank, int size, long taskId,
+      String where, BooleanSupplier killed) {
     this.rpc = rpc;
     this.stageId = stageId;
     this.stageAttempt = stageAttempt;
     this.group = group;
     this.rank = rank;
     this.size = size;
+    this.taskId = taskId;
     this.where = where;
     this.killed = killed;
   }
@@ -92,7 +97,7 @@ public final class PluginRendezvous implements Rendezvous {
     for (int i = 0; i < infos.length; i++) hosts[i] = SparkBarrierRendezvous.hostOf(infos[i].address());
     SparkBarrierRendezvous.checkSingleHost(hosts, ctx.stageId(), ctx.stageAttemptNumber());
     return new PluginRendezvous(rpc, ctx.stageId(), ctx.stageAttemptNumber(), group, ctx.partitionId(),
-        infos.length, hosts[ctx.partitionId()], ctx::isInterrupted);
+        infos.length, ctx.taskAttemptId(), hosts[ctx.partitionId()], ctx::isInterrupted);
   }
 
   @Override public int rank() { return rank; }
@@ -102,15 +107,20 @@ public final class PluginRendezvous implements Rendezvous {
   @Override
   public byte[][] allGather(byte[] mine, Duration timeout) {
     if (broken != null) throw new RendezvousException(broken);
+    if (mine.length > RendezvousProtocol.MAX_BLOB_BYTES) {
+      throw new RendezvousException(describe() + ": a blob of " + mine.length + " bytes; the plugin RPC rendezvous carries "
+          + "at most " + RendezvousProtocol.MAX_BLOB_BYTES + " per rank and round");
+    }
     long start = System.nanoTime();
     long deadline = start + timeout.toNanos();
     int polls = 0;
-    Slot slot = new Slot(stageId, stageAttempt, group, round, rank, size);
-    Reply reply = ask(new Deposit(slot, mine, timeout.toMillis()), deadline, slot, null, timeout);
+    Slot slot = slot();
+    Deposit deposit = new Deposit(slot, mine, timeout.toMillis());
+    Reply reply = ask(deposit, deadline, slot, null, timeout);
     long backoff = FIRST_BACKOFF_MICROS * 1000;
-    while (reply.status() == RendezvousProtocol.Status.PENDING) {
+    while (reply.status() == RendezvousProtocol.Status.PENDING || reply.status() == RendezvousProtocol.Status.UNVERIFIED) {
       long left = deadline - System.nanoTime();
-      if (left <= 0) throw giveUp(slot, missing(timeout, reply.missing()));
+      if (left <= 0) throw giveUp(slot, waitedFor(timeout, reply));
       if (killed.getAsBoolean()) throw giveUp(slot, "the task was killed");
       LockSupport.parkNanos(Math.min(backoff, left));
       if (Thread.interrupted()) {
@@ -118,7 +128,8 @@ public final class PluginRendezvous implements Rendezvous {
         throw giveUp(slot, "interrupted (the task was killed)");
       }
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MICROS * 1000);
-      reply = ask(new Poll(slot), deadline, slot, reply.missing(), timeout);
+      boolean unverified = reply.status() == RendezvousProtocol.Status.UNVERIFIED;
+      reply = ask(unverified ? deposit : new Poll(slot), deadline, slot, reply, timeout);
       polls++;
     }
     if (reply.status() == RendezvousProtocol.Status.FAILED) {
@@ -146,7 +157,7 @@ public final class PluginRendezvous implements Rendezvous {
   /** Fails the group on the driver, so peers waiting for this rank stop at their next poll. */
   public void abort(String reason) {
     if (broken == null) broken = describe() + ": " + reason;
-    tellDriver(new Slot(stageId, stageAttempt, group, round, rank, size), reason);
+    tellDriver(slot(), reason);
   }
 
   @Override
@@ -168,16 +179,23 @@ public final class PluginRendezvous implements Rendezvous {
     }
   }
 
-  private static String missing(Duration timeout, int[] missing) {
-    return "not every task reached the rendezvous within " + timeout + "; missing rank(s) " + Arrays.toString(missing)
+  private Slot slot() { return new Slot(stageId, stageAttempt, group, round, rank, size, taskId); }
+
+  /** What this rank waited for in vain, from the driver's last answer {@code last}. */
+  private static String waitedFor(Duration timeout, Reply last) {
+    if (last.status() == RendezvousProtocol.Status.UNVERIFIED) {
+      return "the driver could not attribute this rank's deposit to its task within " + timeout + ": " + last.message();
+    }
+    return "not every task reached the rendezvous within " + timeout + "; missing rank(s) "
+        + Arrays.toString(last.missing())
         + " (a task is slow before BarrierComms.get(), died, or makes a different number of rendezvous calls)";
   }
 
   /**
    * {@code rpc.ask(message)} on a helper thread, so that the deadline (not Spark's ask timeout) bounds it.
-   * {@code missing}: the ranks the last answer said were missing (null before the first answer).
+   * {@code last}: the driver's last answer (null before the first).
    */
-  private Reply ask(Object message, long deadline, Slot slot, int[] missing, Duration timeout) {
+  private Reply ask(Object message, long deadline, Slot slot, Reply last, Duration timeout) {
     Future<Object> f = askThread().submit(() -> rpc.ask(message));
     try {
       long left = Math.max(1, deadline - System.nanoTime());
@@ -186,7 +204,7 @@ public final class PluginRendezvous implements Rendezvous {
       return reply;
     } catch (TimeoutException e) {
       f.cancel(true);
-      throw giveUp(slot, missing != null ? missing(timeout, missing)
+      throw giveUp(slot, last != null ? waitedFor(timeout, last)
           : "the driver plugin did not answer within " + timeout);
     } catch (ExecutionException e) {
       broken = describe() + ": the driver plugin could not be asked (is spark.plugins the same on the driver?): "

@@ -9,6 +9,7 @@ import io.sparkcomms.spark.rendezvous.RendezvousProtocol.Slot;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.LongSupplier;
@@ -19,34 +20,58 @@ import java.util.function.LongSupplier;
  * once (it runs on Spark's RPC dispatcher): an incomplete round is answered
  * {@link RendezvousProtocol.Status#PENDING} and the rank polls again.
  *
+ * <p>Who may speak for a rank: every call names the executor that sent it (proven by the plugin's
+ * message authentication, not chosen by the message), and the slot names the task attempt. Rank
+ * {@code r} of stage attempt ({@code s}, {@code a}) is the task that runs partition {@code r} of it,
+ * as the driver's SparkListener reports ({@link #barrierStageSubmitted}, {@link #taskStarted}). A
+ * deposit, poll or abort from any other executor or task is refused and changes nothing: a stranger
+ * can neither take a rank's place, nor read a group's blobs, nor fail it. A deposit that arrives
+ * before the listener reported its task is answered {@link RendezvousProtocol.Status#UNVERIFIED} and
+ * kept nowhere; the rank sends it again.
+ *
  * <p>What it keeps, and when it forgets it:
  * <ul>
- *   <li>a round, until every rank has fetched it (rounds of a group complete in order, so the group
- *       remembers only the first round it still holds);</li>
+ *   <li>a round, until every rank has fetched it (rounds of a group complete in order, so a group
+ *       holds at most its first unfinished round and the one after);</li>
  *   <li>a group (one communicator's ranks), until its stage attempt ends ({@link #stageEnded}, from a
- *       SparkListener) or nobody touched it for {@code max(2 × the ranks' timeout, }{@link #MIN_TTL}{@code )};</li>
+ *       SparkListener) or nobody touched it for {@code max(2 × the ranks' timeout, }{@link #MIN_TTL}{@code )},
+ *       the timeout capped at {@link RendezvousProtocol#MAX_TIMEOUT};</li>
+ *   <li>which task runs each of the first {@link RendezvousProtocol#MAX_RANKS} partitions of every
+ *       running barrier stage attempt (at most {@link #MAX_TRACKED_STAGES}), until it ends;</li>
  *   <li>the ids of the last {@link #MAX_ENDED} ended stage attempts, so a rank of an ended attempt
  *       (a zombie of a failed or retried barrier stage) gets an error instead of waiting.</li>
  * </ul>
+ * At most {@link #MAX_GROUPS} groups and {@link #MAX_HELD_BYTES} bytes of blobs are held; beyond
+ * that a deposit is refused with an error that says so.
  *
- * <p>A group fails as a whole (every rank's next deposit or poll gets the message) when a rank
- * {@link #abort}s, when ranks disagree about its size, or when a rank deposits two different blobs
- * for one round.
+ * <p>A group fails as a whole (every rank's next deposit or poll gets the message) when one of its
+ * ranks {@link #abort}s, when its ranks disagree about its size, when a rank deposits two different
+ * blobs for one round or skips ahead of the others, or when a rank's blob does not fit in the limits.
  */
 public final class RendezvousRegistry {
   /** Least time an idle group is kept. */
   static final Duration MIN_TTL = Duration.ofSeconds(60);
   /** Ended stage attempts remembered. */
   static final int MAX_ENDED = 10_000;
+  /** Groups held at once. Each is one communicator of a running barrier stage. */
+  public static final int MAX_GROUPS = 1024;
+  /** Blob bytes held at once, over all groups. */
+  public static final long MAX_HELD_BYTES = 64L << 20;
+  /** Running barrier stage attempts whose tasks are remembered; the eldest is forgotten beyond it. */
+  static final int MAX_TRACKED_STAGES = 4096;
   private static final long SWEEP_EVERY_NANOS = 1_000_000_000L;
 
   private record StageAttempt(int stageId, int attempt) {}
+
+  /** The task attempt that runs a partition, and its executor. */
+  private record Task(String executorId, long taskId) {}
 
   private static final class Round {
     final byte[][] blobs;
     final boolean[] fetched;
     int deposited;
     int fetchedCount;
+    long bytes;
 
     Round(int size) {
       blobs = new byte[size][];
@@ -67,9 +92,15 @@ public final class RendezvousRegistry {
 
   private final LongSupplier nanoClock;
   private final Map<GroupKey, Group> groups = new HashMap<>();
+  private final Map<StageAttempt, Task[]> tasks = new LinkedHashMap<>(16, 0.75f, false) {
+    @Override protected boolean removeEldestEntry(Map.Entry<StageAttempt, Task[]> eldest) {
+      return size() > MAX_TRACKED_STAGES;
+    }
+  };
   private final Map<StageAttempt, Boolean> ended = new LinkedHashMap<>(16, 0.75f, false) {
     @Override protected boolean removeEldestEntry(Map.Entry<StageAttempt, Boolean> eldest) { return size() > MAX_ENDED; }
   };
+  private long heldBytes;
   private long lastSweep;
 
   public RendezvousRegistry() { this(System::nanoTime); }
@@ -80,22 +111,66 @@ public final class RendezvousRegistry {
     this.lastSweep = nanoClock.getAsLong();
   }
 
-  /** Stores {@code d}'s blob; answers DONE when it completes the round, else PENDING (or FAILED). */
-  public synchronized Reply deposit(Deposit d) {
+  /** Stage attempt ({@code stageId}, {@code attempt}) is a barrier stage: remember which tasks run its partitions. */
+  public synchronized void barrierStageSubmitted(int stageId, int attempt) {
+    StageAttempt sa = new StageAttempt(stageId, attempt);
+    if (!ended.containsKey(sa)) tasks.putIfAbsent(sa, new Task[RendezvousProtocol.MAX_RANKS]);
+  }
+
+  /**
+   * Task {@code taskId} on {@code executorId} runs {@code partition} of the stage attempt. Kept for
+   * barrier stage attempts only, and for partitions that can be a rank.
+   */
+  public synchronized void taskStarted(int stageId, int attempt, int partition, String executorId, long taskId) {
+    Task[] t = tasks.get(new StageAttempt(stageId, attempt));
+    if (t != null && partition >= 0 && partition < t.length) t[partition] = new Task(executorId, taskId);
+  }
+
+  /**
+   * Stores {@code d}'s blob, sent by {@code executorId}; answers DONE when it completes the round,
+   * else PENDING (or FAILED, or UNVERIFIED when the driver does not know the rank's task yet).
+   */
+  public synchronized Reply deposit(String executorId, Deposit d) {
     long now = sweep();
     Slot s = d.slot();
     String invalid = invalid(s);
     if (invalid != null) return Reply.failed(invalid);
-    Group g = groups.computeIfAbsent(s.groupKey(), k -> new Group(s.size()));
+    Reply stranger = notItsTask(executorId, s, "a deposit");
+    if (stranger != null) return stranger;
+    if (d.blob().length > RendezvousProtocol.MAX_BLOB_BYTES) {
+      return Reply.failed(describe(s) + ": refused a blob of " + d.blob().length + " bytes; the limit is "
+          + RendezvousProtocol.MAX_BLOB_BYTES);
+    }
+    Group g = groups.get(s.groupKey());
+    if (g == null) {
+      if (groups.size() >= MAX_GROUPS) {
+        return Reply.failed(describe(s) + ": refused: the driver holds " + groups.size() + " rendezvous groups, its "
+            + "limit (each is a communicator of a running barrier stage; ended stages free theirs)");
+      }
+      g = new Group(s.size());
+      groups.put(s.groupKey(), g);
+    }
     g.touched = now;
-    g.ttlNanos = Math.max(g.ttlNanos, 2 * Duration.ofMillis(Math.max(0, d.timeoutMs())).toNanos());
+    long timeoutMs = Math.min(Math.max(0, d.timeoutMs()), RendezvousProtocol.MAX_TIMEOUT.toMillis());
+    g.ttlNanos = Math.max(g.ttlNanos, 2 * Duration.ofMillis(timeoutMs).toNanos());
     String bad = check(g, s);
     if (bad != null) return Reply.failed(bad);
-    Round r = g.rounds.computeIfAbsent(s.round(), k -> new Round(g.size));
+    if (s.round() > g.forgottenBelow + 1) {
+      return fail(g, "rank " + s.rank() + " is at round " + s.round() + " while round " + g.forgottenBelow
+          + " is not complete (the tasks make different numbers of rendezvous calls?)");
+    }
+    Group group = g;
+    Round r = g.rounds.computeIfAbsent(s.round(), k -> new Round(group.size));
     byte[] prev = r.blobs[s.rank()];
     if (prev == null) {
+      if (heldBytes + d.blob().length > MAX_HELD_BYTES) {
+        return fail(g, "the driver holds " + heldBytes + " bytes of rendezvous blobs; rank " + s.rank() + "'s "
+            + d.blob().length + " more would pass its limit of " + MAX_HELD_BYTES);
+      }
       r.blobs[s.rank()] = d.blob().clone();
       r.deposited++;
+      r.bytes += d.blob().length;
+      heldBytes += d.blob().length;
     } else if (!Arrays.equals(prev, d.blob())) {
       return fail(g, "rank " + s.rank() + " deposited two different blobs for round " + s.round()
           + " (two tasks with the same partition id?)");
@@ -104,11 +179,13 @@ public final class RendezvousRegistry {
   }
 
   /** DONE with every blob once the round is complete, PENDING with the missing ranks, or FAILED. */
-  public synchronized Reply poll(Poll p) {
+  public synchronized Reply poll(String executorId, Poll p) {
     long now = sweep();
     Slot s = p.slot();
     String invalid = invalid(s);
     if (invalid != null) return Reply.failed(invalid);
+    Reply stranger = notItsTask(executorId, s, "a poll");
+    if (stranger != null) return stranger;
     Group g = groups.get(s.groupKey());
     if (g == null) {
       return Reply.failed(describe(s) + ": the driver holds no rendezvous for this group (it was forgotten after "
@@ -124,24 +201,44 @@ public final class RendezvousRegistry {
     return answer(g, s, r);
   }
 
-  /** Fails {@code a}'s group, so its other ranks stop waiting at their next poll. */
-  public synchronized void abort(Abort a) {
+  /**
+   * Fails {@code a}'s group, so its other ranks stop waiting at their next poll. Returns null when
+   * done, else why the abort was refused (it did not come from the rank's task; the group is untouched).
+   */
+  public synchronized String abort(String executorId, Abort a) {
     long now = sweep();
     Slot s = a.slot();
-    if (invalid(s) != null) return;
-    Group g = groups.computeIfAbsent(s.groupKey(), k -> new Group(s.size()));
+    String invalid = invalid(s);
+    if (invalid != null) return invalid;
+    Reply stranger = notItsTask(executorId, s, "an abort");
+    if (stranger != null) return stranger.message();
+    Group g = groups.get(s.groupKey());
+    if (g == null) {
+      if (groups.size() >= MAX_GROUPS) return describe(s) + ": the driver holds " + groups.size() + " groups, its limit";
+      g = new Group(s.size());
+      groups.put(s.groupKey(), g);
+    }
     g.touched = now;
-    if (g.failure == null) g.failure = describe(s) + ": rank " + s.rank() + " gave up: " + a.reason();
+    if (g.failure == null) failQuietly(g, describe(s) + ": rank " + s.rank() + " gave up: " + a.reason());
+    return null;
   }
 
-  /** Forgets every group of the stage attempt; its late messages are answered FAILED. */
+  /** Forgets every group and task of the stage attempt; its late messages are answered FAILED. */
   public synchronized void stageEnded(int stageId, int attempt) {
-    ended.put(new StageAttempt(stageId, attempt), Boolean.TRUE);
-    groups.keySet().removeIf(k -> k.stageId() == stageId && k.stageAttempt() == attempt);
+    StageAttempt sa = new StageAttempt(stageId, attempt);
+    ended.put(sa, Boolean.TRUE);
+    tasks.remove(sa);
+    for (Iterator<Map.Entry<GroupKey, Group>> it = groups.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<GroupKey, Group> e = it.next();
+      if (e.getKey().stageId() == stageId && e.getKey().stageAttempt() == attempt) {
+        dropRounds(e.getValue());
+        it.remove();
+      }
+    }
   }
 
-  /** Groups held (tests, diagnostics). */
-  synchronized int groupCount() { return groups.size(); }
+  /** Groups held (diagnostics, tests). */
+  public synchronized int groupCount() { return groups.size(); }
 
   /** Rounds held over all groups (tests, diagnostics). */
   synchronized int roundCount() {
@@ -149,6 +246,9 @@ public final class RendezvousRegistry {
     for (Group g : groups.values()) n += g.rounds.size();
     return n;
   }
+
+  /** Blob bytes held over all groups (diagnostics, tests). */
+  public synchronized long heldBytes() { return heldBytes; }
 
   private Reply answer(Group g, Slot s, Round r) {
     if (r.deposited < g.size) {
@@ -160,10 +260,28 @@ public final class RendezvousRegistry {
       r.fetched[s.rank()] = true;
       if (++r.fetchedCount == g.size) {
         g.rounds.remove(s.round());
+        heldBytes -= r.bytes;
         g.forgottenBelow = Math.max(g.forgottenBelow, s.round() + 1);
       }
     }
     return Reply.done(r.blobs);
+  }
+
+  /**
+   * Null when {@code executorId} runs the task that {@code s} names and that task runs partition
+   * {@code s.rank()}; else the answer to the stranger (UNVERIFIED while the listener has not
+   * reported the partition's task).
+   */
+  private Reply notItsTask(String executorId, Slot s, String what) {
+    Task[] running = tasks.get(new StageAttempt(s.stageId(), s.stageAttempt()));
+    Task t = running == null ? null : running[s.rank()];
+    if (t == null) {
+      return Reply.unverified(describe(s) + ": the driver has not learned yet which task runs partition " + s.rank()
+          + " (its SparkListener reports barrier stages and task starts shortly after they happen)");
+    }
+    if (t.executorId().equals(executorId) && t.taskId() == s.taskId()) return null;
+    return Reply.failed(describe(s) + ": refused " + what + " from task " + s.taskId() + " on executor " + executorId
+        + ": partition " + s.rank() + " runs as task " + t.taskId() + " on executor " + t.executorId());
   }
 
   /** Why {@code s} cannot go on in {@code g}, or null. */
@@ -185,13 +303,27 @@ public final class RendezvousRegistry {
       return describe(s) + ": the stage attempt has ended (a task of the barrier stage failed, or the stage was "
           + "retried or cancelled)";
     }
-    if (s.size() <= 0 || s.rank() < 0 || s.rank() >= s.size() || s.round() < 0) return describe(s) + ": invalid slot";
+    if (s.size() <= 0 || s.size() > RendezvousProtocol.MAX_RANKS || s.rank() < 0 || s.rank() >= s.size()
+        || s.round() < 0 || s.group() < 0) {
+      return describe(s) + ": invalid slot (ranks are 0 to size - 1, size at most " + RendezvousProtocol.MAX_RANKS + ")";
+    }
     return null;
   }
 
   private Reply fail(Group g, String why) {
-    if (g.failure == null) g.failure = "rendezvous failed: " + why;
+    failQuietly(g, "rendezvous failed: " + why);
     return Reply.failed(g.failure);
+  }
+
+  /** Marks {@code g} failed (the first reason stays) and frees its blobs: a failed group completes no round. */
+  private void failQuietly(Group g, String message) {
+    if (g.failure == null) g.failure = message;
+    dropRounds(g);
+  }
+
+  private void dropRounds(Group g) {
+    for (Round r : g.rounds.values()) heldBytes -= r.bytes;
+    g.rounds.clear();
   }
 
   private static String describe(Slot s) { return "sparkcomms rendezvous of " + s; }
@@ -200,7 +332,13 @@ public final class RendezvousRegistry {
     long now = nanoClock.getAsLong();
     if (now - lastSweep >= SWEEP_EVERY_NANOS) {
       lastSweep = now;
-      groups.values().removeIf(g -> now - g.touched > g.ttlNanos);
+      for (Iterator<Group> it = groups.values().iterator(); it.hasNext(); ) {
+        Group g = it.next();
+        if (now - g.touched > g.ttlNanos) {
+          dropRounds(g);
+          it.remove();
+        }
+      }
     }
     return now;
   }

@@ -15,18 +15,18 @@ import org.junit.jupiter.api.Test;
 
 /** The driver's claim registry, the executor's watchdog, and resolving the executor's GPU. */
 class GpuClaimTest {
-  private static GpuClaimProtocol.Claim claim(String host, String gpu, String exec) {
-    return new GpuClaimProtocol.Claim(host, "gpu", gpu, exec);
+  private static GpuClaimProtocol.Reply claim(GpuClaimRegistry r, String host, String gpu, String exec) {
+    return r.claim(exec, new GpuClaimProtocol.Claim(host, "gpu", gpu));
   }
 
   @Test void aDuplicateClaimIsRejectedNamingHostGpuAndBothExecutors() {
     GpuClaimRegistry r = new GpuClaimRegistry();
-    assertTrue(r.claim(claim("node1", "0", "1")).granted());
-    assertTrue(r.claim(claim("node1", "1", "2")).granted());
-    assertTrue(r.claim(claim("node2", "0", "3")).granted());   // same address, other host: fine
-    assertTrue(r.claim(claim("node1", "0", "1")).granted());   // idempotent
+    assertTrue(claim(r, "node1", "0", "1").granted());
+    assertTrue(claim(r, "node1", "1", "2").granted());
+    assertTrue(claim(r, "node2", "0", "3").granted());   // same address, other host: fine
+    assertTrue(claim(r, "node1", "0", "1").granted());   // idempotent
 
-    GpuClaimProtocol.Reply dup = r.claim(claim("node1", "0", "4"));
+    GpuClaimProtocol.Reply dup = claim(r, "node1", "0", "4");
     assertFalse(dup.granted());
     for (String s : List.of("node1", "address 0", "executor 1", "executor 4")) {
       assertTrue(dup.message().contains(s), "'" + s + "' missing from: " + dup.message());
@@ -40,7 +40,27 @@ class GpuClaimTest {
     r.release("1");
     assertNull(r.holder("node1", "gpu", "0"));
     r.release("4");
-    assertTrue(r.claim(claim("node1", "0", "5")).granted());
+    assertTrue(claim(r, "node1", "0", "5").granted());
+  }
+
+  /** A release ends the releasing executor's own claims only; another executor's stays, and still conflicts. */
+  @Test void aReleaseEndsOnlyTheReleasersClaims() {
+    GpuClaimRegistry r = new GpuClaimRegistry();
+    assertTrue(claim(r, "node1", "0", "1").granted());
+    r.release("2");
+    assertEquals("1", r.holder("node1", "gpu", "0"));
+    assertFalse(claim(r, "node1", "0", "2").granted(), "GPU 0 is still executor 1's");
+  }
+
+  @Test void anExecutorHoldsOneGpu() {
+    GpuClaimRegistry r = new GpuClaimRegistry();
+    assertTrue(claim(r, "node1", "0", "1").granted());
+    GpuClaimProtocol.Reply second = claim(r, "node1", "1", "1");
+    assertFalse(second.granted());
+    assertTrue(second.message().contains("executor 1 claimed gpu address 1 on host node1 but holds gpu address 0 on host "
+        + "node1 already"), second.message());
+    assertNull(r.holder("node1", "gpu", "1"));
+    assertTrue(r.check("1").granted(), "refusing the second claim does not stop the first");
   }
 
   @Test void theWatchdogReportsAConflictOnce() throws Exception {

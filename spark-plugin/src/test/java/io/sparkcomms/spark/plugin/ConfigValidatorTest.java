@@ -44,6 +44,44 @@ class ConfigValidatorTest {
     assertTrue(p.stream().anyMatch(s -> s.contains("spark.sparkcomms.algo=best")), p.toString());
   }
 
+  @Test void requireAuthenticateNeedsSparkAuthenticate() {
+    for (Map<String, String> conf : List.of(Map.of("spark.sparkcomms.security.requireAuthenticate", "true"),
+        Map.of("spark.sparkcomms.security.requireAuthenticate", "true", "spark.authenticate", "false"))) {
+      List<String> p = ConfigValidator.problems(conf);
+      assertEquals(1, p.size(), p.toString());
+      assertTrue(p.get(0).startsWith("spark.sparkcomms.security.requireAuthenticate=true but spark.authenticate=false:"), p.get(0));
+    }
+    assertEquals(List.of(), ConfigValidator.problems(Map.of("spark.sparkcomms.security.requireAuthenticate", "true",
+        "spark.authenticate", "true")));
+    assertEquals(List.of(), ConfigValidator.problems(Map.of("spark.authenticate", "false")), "not required by default");
+    List<String> bad = ConfigValidator.problems(Map.of("spark.sparkcomms.security.requireAuthenticate", "perhaps"));
+    assertTrue(bad.size() == 1 && bad.get(0).contains("spark.sparkcomms.security.requireAuthenticate"), bad.toString());
+  }
+
+  @Test void theSecurityWarningNamesWhatIsOff() {
+    String off = ConfigValidator.securityWarning(Map.of()).orElseThrow();
+    assertTrue(off.startsWith("spark.authenticate is not true: any process that can reach the driver's RPC port"), off);
+    assertTrue(off.contains("spark.sparkcomms.security.requireAuthenticate=true"), off);
+    String clear = ConfigValidator.securityWarning(Map.of("spark.authenticate", "true")).orElseThrow();
+    assertTrue(clear.startsWith("spark.authenticate=true but spark.network.crypto.enabled is not"), clear);
+    assertTrue(ConfigValidator.securityWarning(Map.of("spark.authenticate", "true", "spark.network.crypto.enabled", "true")).isEmpty());
+    assertTrue(ConfigValidator.securityWarning(Map.of("spark.authenticate", "TRUE",
+        "spark.authenticate.enableSaslEncryption", "true")).isEmpty());
+  }
+
+  /** requireAuthenticate without spark.authenticate: the driver plugin stops the SparkContext at startup. */
+  @Test void sparkContextWithoutAuthenticationFailsAtStartupWhenRequired() {
+    SparkConf conf = new SparkConf().setMaster("local[1]").setAppName("sparkcomms-require-auth")
+        .set("spark.plugins", SparkCommsPlugin.class.getName())
+        .set("spark.sparkcomms.security.requireAuthenticate", "true")
+        .set("spark.ui.enabled", "false");
+    Exception e = assertThrows(Exception.class, () -> new SparkContext(conf).stop());
+    Throwable t = e;
+    while (t.getCause() != null && !t.getMessage().contains("sparkcomms")) t = t.getCause();
+    assertTrue(t.getMessage().contains("spark.sparkcomms.security.requireAuthenticate=true but spark.authenticate=false"),
+        String.valueOf(e));
+  }
+
   /** The driver plugin stops the SparkContext at startup with the message. */
   @Test void sparkContextWithDynamicAllocationFailsAtStartup() {
     SparkConf conf = new SparkConf().setMaster("local[2]").setAppName("sparkcomms-dynalloc")

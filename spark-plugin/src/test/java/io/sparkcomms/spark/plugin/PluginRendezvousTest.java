@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkcomms.collectives.rendezvous.RendezvousException;
 import io.sparkcomms.spark.rendezvous.PluginRendezvous;
+import io.sparkcomms.spark.rendezvous.RendezvousProtocol;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,7 +19,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** {@link PluginRendezvous} ranks (threads) meeting through the driver plugin, messages encoded by {@link PluginWire}. */
+/**
+ * {@link PluginRendezvous} ranks (threads) meeting through the driver plugin, messages sealed and
+ * encoded as over Spark's RPC. As in local mode, every rank's task runs in executor "driver", one
+ * executor plugin (one sender) for all; partition p of stage s runs as task 1000 s + p.
+ */
 class PluginRendezvousTest {
   private static byte[] b(String s) { return s.getBytes(StandardCharsets.UTF_8); }
 
@@ -28,15 +33,22 @@ class PluginRendezvousTest {
     return out;
   }
 
-  private static PluginRendezvous rank(SparkCommsDriverPlugin driver, int stage, int rank, int size, AtomicBoolean killed) {
-    // through PluginWire both ways, as over Spark's RPC
-    return new PluginRendezvous(m -> PluginWire.decode(driver.receive(PluginWire.encode(m))), stage, 0, 0, rank, size,
-        "test", killed::get);
+  private static long task(int stage, int partition) { return 1000L * stage + partition; }
+
+  /** The listener's report of barrier stage {@code stage} (attempt 0) with {@code size} tasks in executor "driver". */
+  private static void started(TestExecutor executor, int stage, int size) {
+    executor.driver.rendezvousRegistry().barrierStageSubmitted(stage, 0);
+    for (int p = 0; p < size; p++) executor.driver.rendezvousRegistry().taskStarted(stage, 0, p, "driver", task(stage, p));
+  }
+
+  private static PluginRendezvous rank(TestExecutor executor, int stage, int rank, int size, AtomicBoolean killed) {
+    return new PluginRendezvous(executor::ask, stage, 0, 0, rank, size, task(stage, rank), "test", killed::get);
   }
 
   @Test @Timeout(30) void ranksMeetOverTheDriverPluginInMilliseconds() throws Exception {
-    SparkCommsDriverPlugin driver = new SparkCommsDriverPlugin();
+    TestExecutor driver = TestExecutor.of("driver");
     int size = 4;
+    started(driver, 1, size);
     ExecutorService pool = Executors.newFixedThreadPool(size);
     try {
       List<Future<List<String>>> fs = new ArrayList<>();
@@ -69,7 +81,8 @@ class PluginRendezvousTest {
   }
 
   @Test @Timeout(30) void aMissingRankRaisesOnEveryWaitingRankWithinTheTimeout() throws Exception {
-    SparkCommsDriverPlugin driver = new SparkCommsDriverPlugin();
+    TestExecutor driver = TestExecutor.of("driver");
+    started(driver, 2, 3);
     ExecutorService pool = Executors.newFixedThreadPool(2);
     try {
       long t0 = System.nanoTime();
@@ -92,7 +105,8 @@ class PluginRendezvousTest {
   }
 
   @Test @Timeout(30) void aKilledTaskOrAnEndedStageStopsTheWait() throws Exception {
-    SparkCommsDriverPlugin driver = new SparkCommsDriverPlugin();
+    TestExecutor driver = TestExecutor.of("driver");
+    started(driver, 3, 2);
     AtomicBoolean killed = new AtomicBoolean();
     ExecutorService pool = Executors.newFixedThreadPool(2);
     try {
@@ -102,12 +116,51 @@ class PluginRendezvousTest {
       killed.set(true);
       assertTrue(k.get(5, TimeUnit.SECONDS).getMessage().contains("the task was killed"));
 
-      driver.rendezvousRegistry().stageEnded(4, 0);
+      driver.driver.rendezvousRegistry().stageEnded(4, 0);
       RendezvousException ended = assertThrows(RendezvousException.class,
           () -> rank(driver, 4, 0, 2, new AtomicBoolean()).allGather(b("x"), Duration.ofSeconds(20)));
       assertTrue(ended.getMessage().contains("has ended"), ended.getMessage());
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  /**
+   * The listener reports the tasks after the ranks' first deposits: the ranks are answered
+   * UNVERIFIED, deposit again, and meet once the driver knows their tasks.
+   */
+  @Test @Timeout(30) void ranksMeetWhenTheListenerReportsTheirTasksLate() throws Exception {
+    TestExecutor driver = TestExecutor.of("driver");
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      List<Future<List<String>>> fs = new ArrayList<>();
+      for (int p = 0; p < 2; p++) {
+        int me = p;
+        fs.add(pool.submit(() -> strings(rank(driver, 6, me, 2, new AtomicBoolean()).allGather(b("r" + me), Duration.ofSeconds(10)))));
+      }
+      Thread.sleep(100);
+      assertEquals(0, driver.driver.rendezvousRegistry().groupCount(), "nothing kept before the tasks are known");
+      started(driver, 6, 2);
+      for (Future<List<String>> f : fs) assertEquals(List.of("r0", "r1"), f.get(10, TimeUnit.SECONDS));
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test void aBlobOverTheLimitIsRefusedBeforeItIsSent() {
+    TestExecutor driver = TestExecutor.of("driver");
+    started(driver, 8, 2);
+    RendezvousException e = assertThrows(RendezvousException.class, () -> rank(driver, 8, 0, 2, new AtomicBoolean())
+        .allGather(new byte[RendezvousProtocol.MAX_BLOB_BYTES + 1], Duration.ofSeconds(5)));
+    assertTrue(e.getMessage().contains("at most " + RendezvousProtocol.MAX_BLOB_BYTES + " per rank and round"), e.getMessage());
+    assertEquals(0, driver.driver.rendezvousRegistry().groupCount());
+  }
+
+  /** A rank whose task the driver never learns gives up within its timeout, saying so. */
+  @Test @Timeout(30) void aRankTheDriverCannotAttributeGivesUpWithinItsTimeout() {
+    TestExecutor driver = TestExecutor.of("driver");
+    RendezvousException e = assertThrows(RendezvousException.class,
+        () -> rank(driver, 7, 0, 2, new AtomicBoolean()).allGather(b("x"), Duration.ofMillis(300)));
+    assertTrue(e.getMessage().contains("could not attribute this rank's deposit to its task within PT0.3S"), e.getMessage());
   }
 }

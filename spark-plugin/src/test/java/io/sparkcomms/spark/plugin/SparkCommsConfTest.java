@@ -29,6 +29,7 @@ class SparkCommsConfTest {
     assertEquals("gpu", c.resourceName());
     assertFalse(c.numaAffinity());
     assertEquals(Duration.ofSeconds(5), c.gpuClaimCheckInterval());
+    assertFalse(c.requireAuthenticate());
   }
 
   @Test void everyKeyIsRead() {
@@ -47,7 +48,8 @@ class SparkCommsConfTest {
         Map.entry("spark.sparkcomms.stagingBytes", "4M"),
         Map.entry("spark.sparkcomms.resourceName", "amd.com/gpu"),
         Map.entry("spark.sparkcomms.numaAffinity", "true"),
-        Map.entry("spark.sparkcomms.gpuClaimCheckInterval", "250ms"));
+        Map.entry("spark.sparkcomms.gpuClaimCheckInterval", "250ms"),
+        Map.entry("spark.sparkcomms.security.requireAuthenticate", "true"));
     SparkCommsConf c = SparkCommsConf.of(conf);
     CommOptions o = c.commOptions(Map.of());
     assertEquals(CommOptions.Backend.HOST, o.backend());
@@ -65,6 +67,7 @@ class SparkCommsConfTest {
     assertEquals("amd.com/gpu", c.resourceName());
     assertTrue(c.numaAffinity());
     assertEquals(Duration.ofMillis(250), c.gpuClaimCheckInterval());
+    assertTrue(c.requireAuthenticate());
     assertTrue(c.unknownKeys().isEmpty());
   }
 
