@@ -93,7 +93,7 @@ SC_DEV void sc_trace(const ScDevComm& c, uint64_t seq, int point) {
   }
 }
 
-SC_DEV void sc_report(const ScDevComm& c, int code, int peer, const uint32_t* peer_call = nullptr) {
+SC_DEV void sc_report(const ScDevComm& c, int code, int peer, uint4 peer_call = make_uint4(0, 0, 0, 0)) {
   // Device-side copy for sc_kernel_begin of queued kernels. Never reset: a failed communicator is
   // refused by the host (err[0] stays set) until it is destroyed. Later kernels read it after a
   // kernel boundary (stream order / PDL wait), except a chained LP chunk kernel, which reads it
@@ -104,10 +104,11 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer, const uint32_t* pe
     c.err[1] = blockIdx.x;
     c.err[2] = peer;
     c.err[3] = c.rank;
-    for (int k = 0; k < 4; ++k) {
-      c.err[4 + k] = peer_call ? (int)peer_call[k] : 0;
-      c.err[8 + k] = (int)c.call[k];
-    }
+    c.err[4] = (int)peer_call.x;
+    c.err[5] = (int)peer_call.y;
+    c.err[6] = (int)peer_call.z;
+    c.err[7] = (int)peer_call.w;
+    for (int k = 0; k < 4; ++k) c.err[8 + k] = (int)c.call[k];
     sc_fence_system();  // detail words before the code the host polls
     c.err[0] = code;
   }
@@ -135,9 +136,8 @@ SC_DEV void sc_report(const ScDevComm& c, int code, int peer, const uint32_t* pe
 // tag words (sc_call_tag) name the operation. A rank that finds a peer's header of the same
 // operation with other words reports SC_DEVERR_MISMATCH; so does every rank, as each reads every
 // peer's header:
-//   - barrier kernels: block 0 reads the header in sc_barrier_block, polled with the flag. The
-//     header is written before the flag's release store by the same thread, so after the acquire
-//     it is visible (a value read earlier in the same poll is kept only if its tag matches);
+//   - barrier kernels: block 0 reads the header in sc_barrier_block, after the flag's acquire (the
+//     header is written before the flag's release store by the same thread, so it is visible);
 //   - the Lamport one-shot, which has no barrier: block 0 at its end (sc_oneshot_check_calls);
 //   - the LL one-shot: its line flags are derived from the call words (sc_ll_flag), so units of
 //     another call are never taken for ours, and the wait below finds the header;
@@ -166,8 +166,7 @@ SC_DEV int sc_match_call(const ScDevComm& c, uint4 a, uint4 b, int peer) {
   const uint32_t tag = sc_call_tag(c.call_seq);
   if (a.y != tag || a.w != tag || b.y != tag || b.w != tag) return 0;
   if (a.x == c.call[0] && a.z == c.call[1] && b.x == c.call[2] && b.z == c.call[3]) return 1;
-  const uint32_t theirs[4] = {a.x, a.z, b.x, b.z};
-  sc_report(c, SC_DEVERR_MISMATCH, peer, theirs);
+  sc_report(c, SC_DEVERR_MISMATCH, peer, make_uint4(a.x, a.z, b.x, b.z));
   return -1;
 }
 
@@ -175,8 +174,7 @@ SC_DEV int sc_match_call(const ScDevComm& c, uint4 a, uint4 b, int peer) {
 // A peer's failure mark (ScSignal::peer_failed) as this rank's failure: err[2] names the peer, err[4]
 // carries its code (the host says "rank q found a mismatch" or "timed out").
 SC_DEV void sc_report_peer_failed(const ScDevComm& c, uint32_t pf) {
-  const uint32_t words[4] = {pf >> 8, 0, 0, 0};
-  sc_report(c, SC_DEVERR_PEER_FAILED, (int)(pf & 0xffu) - 1, words);
+  sc_report(c, SC_DEVERR_PEER_FAILED, (int)(pf & 0xffu) - 1, make_uint4(pf >> 8, 0, 0, 0));
 }
 
 SC_DEV bool sc_calls_agree(const ScDevComm& c) {
@@ -293,35 +291,17 @@ SC_DEV bool sc_barrier_block(const ScDevComm& c, uint64_t epoch) {
     //     of operation seq + 2.)
     const uint64_t ahead = ((epoch - 1) / SC_EPOCHS_PER_OP + 2) * SC_EPOCHS_PER_OP + 1;
     const uint64_t* flag = &c.self->flags[blockIdx.x][p].v;
-    if (blockIdx.x == 0 && c.call[0] != 0) {
-      // Block 0 also checks peer p's call header (see "Call headers"), loaded in the same polls as
-      // the flag so that the check adds no memory round trip after the barrier. A header loaded
-      // before the acquire may be older than the flag; it is used only when its tag names this
-      // operation, otherwise it is loaded again after the acquire, when it must be there.
+    ok = sc_wait_flag(c, flag, epoch, p, ahead) ? 1 : 0;
+    // Block 0 also checks peer p's call header (see "Call headers"): the peer wrote it at the start
+    // of its kernel, before the flag's release by the same thread, so it is visible after the
+    // acquire above. (Loaded here, after the wait: loading it before the wait, or with the flag in
+    // its polls, kept its registers live across the spin and made ptxas spill in the flat and tree
+    // kernels, sm_90.)
+    if (ok && blockIdx.x == 0 && c.call[0] != 0) {
       const uint4* h = sc_hdr(c.self, c.call_seq, p);
-      uint4 a, b;
-      uint64_t f = 0;
-      ok = sc_spin_until(c, p, [&] {
-        a = sc_ld_ll16(h);
-        b = sc_ld_ll16(h + 1);
-        return (f = sc_ld_relaxed_sys(flag)) >= epoch;
-      }) ? 1 : 0;
-      if (ok && f >= ahead) {
-        sc_report(c, SC_DEVERR_PEER_AHEAD, p);
-        ok = 0;
-      }
-      if (ok) {
-        (void)sc_ld_acquire_sys(flag);
-        int m = sc_match_call(c, a, b, p);
-        if (m == 0) m = sc_match_call(c, sc_ld_ll16(h), sc_ld_ll16(h + 1), p);
-        if (m == 0) {
-          const uint32_t none[4] = {0, 0, 0, 0};
-          sc_report(c, SC_DEVERR_MISMATCH, p, none);  // flag without header: not a kernel of this build
-        }
-        ok = m > 0;
-      }
-    } else {
-      ok = sc_wait_flag(c, flag, epoch, p, ahead) ? 1 : 0;
+      const int m = sc_match_call(c, sc_ld_ll16(h), sc_ld_ll16(h + 1), p);
+      if (m == 0) sc_report(c, SC_DEVERR_MISMATCH, p);  // a flag without a header: not a kernel of this build
+      ok = m > 0;
     }
   }
   // (4) bar.sync extends what the waiting threads acquired to every thread of the block, and
