@@ -16,6 +16,7 @@ import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 
 /**
@@ -54,6 +55,11 @@ public final class HostCommunicator extends AbstractCommunicator {
    * rank 0's segment path or its error), then every rank's mapping outcome.
    */
   public static HostCommunicator create(Rendezvous rv, CommOptions o) {
+    return create(rv, o, ShmFiles.baseDirectory());
+  }
+
+  /** {@link #create(Rendezvous, CommOptions)} with the segment in {@code dir} instead of /dev/shm. */
+  static HostCommunicator create(Rendezvous rv, CommOptions o, Path dir) {
     int n = rv.size();
     int r = rv.rank();
     if (n > ShmSegment.MAX_RANKS) throw new IllegalArgumentException("host backend supports up to " + ShmSegment.MAX_RANKS + " ranks, got " + n);
@@ -63,7 +69,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     String err = null;
     if (r == 0) {
       try {
-        seg = ShmSegment.create(n, s);
+        seg = ShmSegment.create(dir, n, s);
       } catch (RuntimeException e) {
         err = e.getMessage();
       }
@@ -97,7 +103,7 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (rank0.startsWith("ERR ")) throw new CommException("rank 0 could not create the shared-memory segment: " + rank0.substring(4));
       if (r != 0) {
         try {
-          seg = ShmSegment.open(Paths.get(rank0.substring(3)), n, s);
+          seg = ShmSegment.open(dir, Paths.get(rank0.substring(3)), n, s);
         } catch (RuntimeException e) {
           err = e.getMessage();
         }
@@ -117,6 +123,9 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (r == 0 && seg != null) seg.unlink();
     }
   }
+
+  /** The segment's file name (removed once every rank mapped it). */
+  Path segmentPath() { return seg.path(); }
 
   @Override public String backendName() { return "host"; }
 

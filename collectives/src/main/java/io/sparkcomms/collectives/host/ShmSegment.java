@@ -12,10 +12,8 @@ import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
@@ -35,7 +33,7 @@ import java.util.HexFormat;
  * The file is created 0600 with CREATE_NEW under a random 128-bit name, and unlinked by rank 0 as soon
  * as every rank has mapped it: nothing is left in /dev/shm even if a process is killed afterwards. A
  * creator killed before that leaves its file behind; the next {@link #create} removes such stale files
- * (see {@link #sweepStale}).
+ * (see {@link ShmFiles#sweepStale}).
  * Ownership: this object owns the mappings; {@link #close()} unmaps them, after which every method that
  * other threads may call concurrently ({@link #abort}, {@link #isAborted}) is a no-op instead of a
  * read of unmapped memory.
@@ -95,18 +93,12 @@ final class ShmSegment implements AutoCloseable {
     return ctrlRegionBytes(ranks) + (long) ranks * 2 * stagingBytes;
   }
 
-  /** Where segments live: /dev/shm when present, else the temp directory. */
-  static Path baseDirectory() {
-    Path shm = Paths.get("/dev/shm");
-    return Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Paths.get(System.getProperty("java.io.tmpdir"));
-  }
-
   /** Rank 0: creates the file (0600, CREATE_NEW, random name), sizes it, writes the header, maps it. */
-  static ShmSegment create(int ranks, long stagingBytes) {
-    sweepStale(baseDirectory());
+  static ShmSegment create(Path dir, int ranks, long stagingBytes) {
+    ShmFiles.sweepStale(dir);
     byte[] token = new byte[16];
     new SecureRandom().nextBytes(token);
-    Path p = baseDirectory().resolve("sparkcomms-" + HexFormat.of().formatHex(token));
+    Path p = dir.resolve("sparkcomms-" + HexFormat.of().formatHex(token));
     ProcessId me = ProcessId.current();
     ByteBuffer creator = ByteBuffer.allocate(24).order(ByteOrder.nativeOrder())  // 0: unknown
         .putLong(me.pid()).putLong(Math.max(0, me.startMillis())).putLong(Math.max(0, me.pidNamespace())).flip();
@@ -133,8 +125,8 @@ final class ShmSegment implements AutoCloseable {
     }
   }
 
-  /** Other ranks: open the file rank 0 made and check its header. */
-  static ShmSegment open(Path p, int ranks, long stagingBytes) {
+  /** Other ranks: open the file rank 0 made in {@code dir} and check its header. */
+  static ShmSegment open(Path dir, Path p, int ranks, long stagingBytes) {
     try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
       long want = totalBytes(ranks, stagingBytes);
       if (ch.size() != want) {
@@ -151,56 +143,6 @@ final class ShmSegment implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open shared-memory segment " + p + ": " + e.getMessage(), e);
     }
-  }
-
-  /** A segment file without its creator record this old was left by a creator killed right after creating it. */
-  static final long UNATTRIBUTED_STALE_MILLIS = 5_000;
-
-  /**
-   * Removes segment files whose creator process is gone. A segment's name exists only from its creation
-   * until every rank has mapped it, so a file left behind means its creator was killed in that window.
-   * The creator's pid, start time and PID namespace are the first bytes written to a new file; a file
-   * without them (creator killed microseconds after creating it) counts as stale once
-   * {@link #UNATTRIBUTED_STALE_MILLIS} old. Only files this user can read are considered (others' are
-   * 0600). A creator of another PID namespace sharing this /dev/shm is never judged (its pid means
-   * nothing here): its file is left, rather than a live job's removed. Best effort; returns the number
-   * of files removed.
-   */
-  static int sweepStale(Path dir) {
-    int removed = 0;
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "sparkcomms-*")) {
-      for (Path p : ds) {
-        if (!isStale(p)) continue;
-        try {
-          if (Files.deleteIfExists(p)) removed++;
-        } catch (IOException e) {
-          // another process removed it, or we may not
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // best effort
-    }
-    return removed;
-  }
-
-  /** Whether {@code p} is a segment whose creator process no longer exists (or its pid was reused). */
-  static boolean isStale(Path p) {
-    ByteBuffer h = ByteBuffer.allocate(CREATOR_NS + 8).order(ByteOrder.nativeOrder());
-    long ageMillis;
-    try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
-      while (h.hasRemaining() && ch.read(h) > 0) {
-        // read the header
-      }
-      ageMillis = System.currentTimeMillis() - Files.getLastModifiedTime(p).toMillis();
-    } catch (IOException | SecurityException e) {
-      return false; // gone, or not ours
-    }
-    long pid = h.position() == h.capacity() ? h.getLong(CREATOR_PID) : 0;
-    if (pid <= 0) return ageMillis > UNATTRIBUTED_STALE_MILLIS;
-    long start = h.getLong(CREATOR_START), ns = h.getLong(CREATOR_NS);  // 0: unknown
-    // exited, a zombie, or its pid reused; never "gone" while this process cannot read /proc, nor
-    // when the creator lives in another PID namespace
-    return new ProcessId(pid, start == 0 ? -1 : start, ns == 0 ? -1 : ns).gone(ProcessId.START_TOLERANCE_MILLIS);
   }
 
   Path path() { return path; }
