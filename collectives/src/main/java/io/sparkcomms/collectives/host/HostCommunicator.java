@@ -149,6 +149,10 @@ public final class HostCommunicator extends AbstractCommunicator {
       throw new CommAbortedException("communicator aborted: " + seg.abortReason());
     }
     String name = plan.kind().apiName();
+    if (plan.problem() == null) {
+      String layout = HostAliasing.problem(plan, rank);
+      if (layout != null) plan = withProblem(plan, layout);
+    }
     try {
       // A call with a local problem tells its peers with the placeholder protocol FLAT; its tensors are unused.
       Protocol p = plan.problem() == null ? AlgorithmSelector.choose(plan, size, options) : Protocol.FLAT;
@@ -195,5 +199,11 @@ public final class HostCommunicator extends AbstractCommunicator {
       abort(name + " failed on rank " + rank + ": " + e);
       throw new CommException(name + " failed on rank " + rank + ": " + e, e);
     }
+  }
+
+  /** {@code plan} with a local argument problem: its tensors are then unused, and every rank raises at the first barrier. */
+  private static PlannedCall withProblem(PlannedCall plan, String problem) {
+    return new PlannedCall(plan.kind(), plan.in(), plan.out(), plan.op(), plan.root(), plan.dtype(), plan.count(),
+        plan.request(), plan.messageBytes(), plan.splits(), problem);
   }
 }
