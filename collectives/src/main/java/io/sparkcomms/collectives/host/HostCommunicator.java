@@ -198,6 +198,15 @@ public final class HostCommunicator extends AbstractCommunicator {
     } catch (RuntimeException e) {
       abort(name + " failed on rank " + rank + ": " + e);
       throw new CommException(name + " failed on rank " + rank + ": " + e, e);
+    } catch (Error e) {
+      // e.g. the InternalError of a SIGBUS in a mapped buffer, or an OutOfMemoryError: peers must not wait
+      // for this rank until their timeout, so abort first; the Error itself propagates unchanged
+      try {
+        abort(name + " failed on rank " + rank + ": " + e);
+      } catch (Throwable t) {
+        e.addSuppressed(t);
+      }
+      throw e;
     }
   }
 
