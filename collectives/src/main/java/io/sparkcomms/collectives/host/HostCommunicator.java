@@ -69,7 +69,8 @@ public final class HostCommunicator extends AbstractCommunicator {
     String err = null;
     if (r == 0) {
       try {
-        seg = ShmSegment.create(dir, n, s);
+        seg = ShmSegment.create(dir, n, s);  // checks the staging size before any file exists
+        if (n == 1) seg.unlink();  // no peer will map it
       } catch (RuntimeException e) {
         err = e.getMessage();
       }
@@ -103,6 +104,7 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (rank0.startsWith("ERR ")) throw new CommException("rank 0 could not create the shared-memory segment: " + rank0.substring(4));
       if (r != 0) {
         try {
+          // the path is untrusted: only a segment file of this user in this rank's own segment directory is mapped
           seg = ShmSegment.open(dir, Paths.get(rank0.substring(3)), n, s);
         } catch (RuntimeException e) {
           err = e.getMessage();
@@ -119,7 +121,8 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (seg != null) seg.close();
       throw e;
     } finally {
-      // Every rank has mapped the file (or failed): remove its name so nothing is left behind.
+      // Every rank has mapped the file (or failed): remove its name so nothing is left behind. The last
+      // peer to map it has removed it already unless a peer failed.
       if (r == 0 && seg != null) seg.unlink();
     }
   }
