@@ -46,8 +46,8 @@ public record FileStat(long device, long inode, int mode, int uid, int links, lo
   public boolean isDirectory() { return (mode & S_IFMT) == S_IFDIR; }
   public boolean isSymbolicLink() { return (mode & S_IFMT) == S_IFLNK; }
 
-  /** The permission bits, e.g. 0600 (without the file type, set-id and sticky bits). */
-  public int permissions() { return mode & 0777; }
+  /** The permission bits with the set-id and sticky bits, e.g. 0600 or 01777 (without the file type). */
+  public int permissions() { return mode & 07777; }
 
   /** Whether the sticky bit is set (in a directory: only an entry's owner may remove or rename it). */
   public boolean sticky() { return (mode & S_ISVTX) != 0; }
@@ -72,7 +72,7 @@ public record FileStat(long device, long inode, int mode, int uid, int links, lo
     }
   }
 
-  /** The permissions as ls prints them with their octal value: "rw-r--r-- (0644)". */
+  /** The read, write and execute bits as ls prints them, with {@link #permissions()} in octal: "rw-r--r-- (0644)". */
   public String permissionText() {
     StringBuilder b = new StringBuilder(9);
     String rwx = "rwx";

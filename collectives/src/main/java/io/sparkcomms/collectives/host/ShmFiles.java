@@ -86,7 +86,7 @@ final class ShmFiles {
   static String fileProblem(FileStat st) {
     if (!st.isRegularFile()) return "it is a " + st.type() + ", not a regular file";
     if (!st.ownedByMe()) return "it is owned by uid " + st.uid() + ", not by this process's uid " + FileStat.currentUid();
-    if (st.permissions() != MODE || (st.mode() & 07000) != 0) return "it has mode " + st.permissionText() + ", not rw------- (0600)";
+    if (st.permissions() != MODE) return "it has mode " + st.permissionText() + ", not rw------- (0600)";
     if (st.links() != 1) return "it has " + st.links() + " names (hard links), a segment has one";
     return null;
   }
