@@ -109,7 +109,9 @@ public final class CommOptions {
   public int lpOneShotMaxRanks() { return lpOneShotMaxRanks; }
   /**
    * Per-rank staging buffer size in bytes (larger messages are processed in chunks), or
-   * {@link #BACKEND_DEFAULT}.
+   * {@link #BACKEND_DEFAULT}. The builder takes 4 KiB..1 GiB; the host backend maps at most 512 MiB
+   * per rank (its input and result areas, twice this size, are one int-indexed mapping), and a larger
+   * value fails its communicator creation on every rank before any file is created.
    */
   public long stagingBytes() { return stagingBytes; }
   /** Whether the GPU backend may load NCCL/RCCL (for VENDOR and above the DDA range). */

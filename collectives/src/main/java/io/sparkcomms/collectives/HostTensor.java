@@ -64,6 +64,32 @@ public final class HostTensor implements Tensor {
   /** The backing array, or null for a buffer tensor. */
   public Object array() { return array; }
 
+  /** How the memory of two host tensors relates ({@link #overlap}). */
+  public enum Overlap {
+    /** No byte in common (or one of them has no elements). */
+    DISJOINT,
+    /** Both start at the same byte: an in-place call. */
+    SAME_START,
+    /** They share bytes but start at different ones. */
+    PARTIAL,
+    /** Two direct buffers whose addresses this JVM does not reveal. */
+    UNKNOWN
+  }
+
+  /**
+   * How this tensor's memory and {@code o}'s relate. Array tensors view whole arrays from element 0, so
+   * two of them either are over the same array (the same start) or share nothing, and an array never
+   * shares memory with a direct buffer; two direct buffers are compared by address and byte length.
+   */
+  public Overlap overlap(HostTensor o) {
+    if (count == 0 || o.count == 0) return Overlap.DISJOINT;
+    if (array != null || o.array != null) return array == o.array ? Overlap.SAME_START : Overlap.DISJOINT;
+    long a = DirectBuffers.address(buffer), b = DirectBuffers.address(o.buffer);
+    if (a < 0 || b < 0) return Overlap.UNKNOWN;
+    if (a == b) return Overlap.SAME_START;
+    return a < b + o.bytes() && b < a + bytes() ? Overlap.PARTIAL : Overlap.DISJOINT;
+  }
+
   /** Copies {@code n} elements from element {@code from} into {@code dst} at absolute byte offset {@code dstByte}, native order. */
   public void copyTo(long from, int n, ByteBuffer dst, int dstByte) {
     int f = Math.toIntExact(from);

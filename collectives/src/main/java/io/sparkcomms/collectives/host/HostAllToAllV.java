@@ -105,11 +105,11 @@ final class HostAllToAllV {
       recvAt[j] = plan.recvOffset(rank, j);
     }
     HostTensor src = in;
-    // In place over several rounds, later rounds would read input that earlier ones overwrote: copy the
-    // input first. Arrays are compared by identity; two direct buffers may be views of one memory
-    // region that Java cannot compare cheaply, so they are copied too (multi-round calls only).
-    boolean mayAlias = in == out || (in.array() != null ? in.array() == out.array() : out.array() == null);
-    if (rounds > 1 && mayAlias) src = snapshot(in);
+    // Over several rounds, output written in one round could overwrite input that a later round reads
+    // when the two share memory (in place or partly): copy the input first. One round stages all of the
+    // input before it writes any output, so it needs no copy.
+    boolean mayShare = in.overlap(out) != HostTensor.Overlap.DISJOINT;
+    if (rounds > 1 && mayShare) src = snapshot(in);
     for (long r = 0; r < rounds; r++) {
       long lo = r * kmax, hi = lo + kmax;
       // stage our stream's window [lo, hi)
@@ -130,11 +130,11 @@ final class HostAllToAllV {
     if (rounds == 0) x.end(c);
   }
 
-  /** A private copy of a tensor (for an in-place allToAllV). */
+  /** A private copy of a tensor (the input of an allToAllV whose output may share its memory). */
   private static HostTensor snapshot(HostTensor t) {
     Object a = t.array();
     if (a == null) {
-      // same direct-buffer tensor as input and output: copy through a heap array of the element type
+      // a direct buffer: copy through a heap array of the element type
       HostTensor copy = HostTensor.allocate(t.dtype(), (int) t.count());
       ByteBuffer tmp = ByteBuffer.allocate((int) t.bytes()).order(ByteOrder.nativeOrder());
       t.copyTo(0, (int) t.count(), tmp, 0);

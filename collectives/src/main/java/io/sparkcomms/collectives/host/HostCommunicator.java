@@ -16,6 +16,7 @@ import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 
 /**
@@ -54,6 +55,11 @@ public final class HostCommunicator extends AbstractCommunicator {
    * rank 0's segment path or its error), then every rank's mapping outcome.
    */
   public static HostCommunicator create(Rendezvous rv, CommOptions o) {
+    return create(rv, o, ShmFiles.baseDirectory());
+  }
+
+  /** {@link #create(Rendezvous, CommOptions)} with the segment in {@code dir} instead of /dev/shm. */
+  static HostCommunicator create(Rendezvous rv, CommOptions o, Path dir) {
     int n = rv.size();
     int r = rv.rank();
     if (n > ShmSegment.MAX_RANKS) throw new IllegalArgumentException("host backend supports up to " + ShmSegment.MAX_RANKS + " ranks, got " + n);
@@ -63,7 +69,8 @@ public final class HostCommunicator extends AbstractCommunicator {
     String err = null;
     if (r == 0) {
       try {
-        seg = ShmSegment.create(n, s);
+        seg = ShmSegment.create(dir, n, s);  // checks the staging size before any file exists
+        if (n == 1) seg.unlink();  // no peer will map it
       } catch (RuntimeException e) {
         err = e.getMessage();
       }
@@ -97,7 +104,8 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (rank0.startsWith("ERR ")) throw new CommException("rank 0 could not create the shared-memory segment: " + rank0.substring(4));
       if (r != 0) {
         try {
-          seg = ShmSegment.open(Paths.get(rank0.substring(3)), n, s);
+          // the path is untrusted: only a segment file of this user in this rank's own segment directory is mapped
+          seg = ShmSegment.open(dir, Paths.get(rank0.substring(3)), n, s);
         } catch (RuntimeException e) {
           err = e.getMessage();
         }
@@ -113,10 +121,14 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (seg != null) seg.close();
       throw e;
     } finally {
-      // Every rank has mapped the file (or failed): remove its name so nothing is left behind.
+      // Every rank has mapped the file (or failed): remove its name so nothing is left behind. The last
+      // peer to map it has removed it already unless a peer failed.
       if (r == 0 && seg != null) seg.unlink();
     }
   }
+
+  /** The segment's file name (removed once every rank mapped it). */
+  Path segmentPath() { return seg.path(); }
 
   @Override public String backendName() { return "host"; }
 
@@ -140,6 +152,10 @@ public final class HostCommunicator extends AbstractCommunicator {
       throw new CommAbortedException("communicator aborted: " + seg.abortReason());
     }
     String name = plan.kind().apiName();
+    if (plan.problem() == null) {
+      String layout = HostAliasing.problem(plan, rank);
+      if (layout != null) plan = withProblem(plan, layout);
+    }
     try {
       // A call with a local problem tells its peers with the placeholder protocol FLAT; its tensors are unused.
       Protocol p = plan.problem() == null ? AlgorithmSelector.choose(plan, size, options) : Protocol.FLAT;
@@ -185,6 +201,21 @@ public final class HostCommunicator extends AbstractCommunicator {
     } catch (RuntimeException e) {
       abort(name + " failed on rank " + rank + ": " + e);
       throw new CommException(name + " failed on rank " + rank + ": " + e, e);
+    } catch (Error e) {
+      // e.g. the InternalError of a SIGBUS in a mapped buffer, or an OutOfMemoryError: peers must not wait
+      // for this rank until their timeout, so abort first; the Error itself propagates unchanged
+      try {
+        abort(name + " failed on rank " + rank + ": " + e);
+      } catch (Throwable t) {
+        e.addSuppressed(t);
+      }
+      throw e;
     }
+  }
+
+  /** {@code plan} with a local argument problem: its tensors are then unused, and every rank raises at the first barrier. */
+  private static PlannedCall withProblem(PlannedCall plan, String problem) {
+    return new PlannedCall(plan.kind(), plan.in(), plan.out(), plan.op(), plan.root(), plan.dtype(), plan.count(),
+        plan.request(), plan.messageBytes(), plan.splits(), problem);
   }
 }

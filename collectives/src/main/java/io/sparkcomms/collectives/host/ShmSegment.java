@@ -10,32 +10,34 @@ import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
 import java.util.EnumSet;
-import java.util.HexFormat;
 
 /**
  * The shared-memory segment of one host communicator: a file in /dev/shm mapped by every rank.
  *
  * <pre>
  * [header 4 KiB][control block per rank, 8 KiB each][data per rank: input area S | result area S]
- * header:  magic, ranks, staging bytes, creator pid + start time + PID namespace, abort state + reason
+ * header:  magic 0, ranks 8, staging bytes 16, creator pid 24 + start time 32 + PID namespace 40,
+ *          48 and 56 barrier words (ShmSignals), abort state 64 + rank 68, peers mapped 72,
+ *          abort reason length 128 + text 132..4096
  * control: 64 barrier slots of 64 bytes (slot p = last epoch rank p signalled to this rank),
  *          two call descriptors (by call parity), 8 unused bytes, detached flag
  * </pre>
  *
- * The file is created 0600 with CREATE_NEW under a random 128-bit name, and unlinked by rank 0 as soon
- * as every rank has mapped it: nothing is left in /dev/shm even if a process is killed afterwards. A
- * creator killed before that leaves its file behind; the next {@link #create} removes such stale files
- * (see {@link #sweepStale}).
+ * The file is created 0600 with CREATE_NEW under a random 128-bit name and backed in full at once
+ * (every page written), so a full /dev/shm fails the creation instead of a later collective. Its name
+ * is removed as soon as every rank has mapped it: by the last peer to map it, else by rank 0 when the
+ * creation ends; nothing is left in /dev/shm even if a process is killed afterwards. A creator killed
+ * before that leaves its file behind; creations remove such stale files in the background
+ * ({@link ShmFiles#sweepStale}, {@link StaleSweeper}). A peer maps only a file that
+ * {@link ShmFiles#openPeerSegment} accepts, and reads every length in the header as untrusted.
  * Ownership: this object owns the mappings; {@link #close()} unmaps them, after which every method that
  * other threads may call concurrently ({@link #abort}, {@link #isAborted}) is a no-op instead of a
  * read of unmapped memory.
@@ -56,9 +58,19 @@ final class ShmSegment implements AutoCloseable {
   static final int CREATOR_NS = 40;       // header: its PID namespace inode (0 if unknown)
   static final int ABORT_STATE = 64;      // int: 0 ok, 1 reason being written, 2 aborted
   static final int ABORT_RANK = 68;
+  static final int MAPPED = 72;           // int: peers (ranks but the creator) that mapped the file and checked its header
   static final int ABORT_LEN = 128;
   static final int ABORT_TEXT = 132;
   static final int ABORT_TEXT_MAX = HEADER_BYTES - ABORT_TEXT;
+
+  /** The smallest staging area per rank (allToAllV keeps its sizes table of up to 1552 bytes in it). */
+  static final long MIN_STAGING_BYTES = 4096;
+  /**
+   * The largest staging area per rank, 512 MiB: a rank's input and result areas (2 S bytes) are one
+   * mapping, which Java indexes with an int, and the host algorithms compute byte offsets inside them as
+   * ints; 2^29 is the largest power of two with 2 S below 2^31.
+   */
+  static final long MAX_STAGING_BYTES = 1L << 29;
 
   static final VarHandle LONGS = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
   static final VarHandle INTS = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
@@ -72,18 +84,28 @@ final class ShmSegment implements AutoCloseable {
   final MappedByteBuffer[] data;
   private boolean closed;
 
+  /** Maps the whole file; on failure unmaps what it had mapped. */
   private ShmSegment(Path path, int ranks, long stagingBytes, FileChannel ch) throws IOException {
     this.path = path;
     this.ranks = ranks;
     this.stagingBytes = stagingBytes;
     long ctrlLen = ctrlRegionBytes(ranks);
-    this.ctrl = ch.map(FileChannel.MapMode.READ_WRITE, 0, ctrlLen);
-    this.ctrl.order(ByteOrder.nativeOrder());
-    this.data = new MappedByteBuffer[ranks];
-    for (int r = 0; r < ranks; r++) {
-      data[r] = ch.map(FileChannel.MapMode.READ_WRITE, ctrlLen + r * 2 * stagingBytes, 2 * stagingBytes);
-      data[r].order(ByteOrder.nativeOrder());
+    MappedByteBuffer c = null;
+    MappedByteBuffer[] d = new MappedByteBuffer[ranks];
+    try {
+      c = ch.map(FileChannel.MapMode.READ_WRITE, 0, ctrlLen);
+      c.order(ByteOrder.nativeOrder());
+      for (int r = 0; r < ranks; r++) {
+        d[r] = ch.map(FileChannel.MapMode.READ_WRITE, ctrlLen + r * 2 * stagingBytes, 2 * stagingBytes);
+        d[r].order(ByteOrder.nativeOrder());
+      }
+    } catch (IOException | RuntimeException | Error e) {
+      if (c != null) unmap(c);
+      for (MappedByteBuffer b : d) if (b != null) unmap(b);
+      throw e;
     }
+    this.ctrl = c;
+    this.data = d;
   }
 
   static long ctrlRegionBytes(int ranks) {
@@ -95,112 +117,131 @@ final class ShmSegment implements AutoCloseable {
     return ctrlRegionBytes(ranks) + (long) ranks * 2 * stagingBytes;
   }
 
-  /** Where segments live: /dev/shm when present, else the temp directory. */
-  static Path baseDirectory() {
-    Path shm = Paths.get("/dev/shm");
-    return Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Paths.get(System.getProperty("java.io.tmpdir"));
+  /** Raises {@link IllegalArgumentException} unless a segment of this shape can be mapped. */
+  static void checkShape(int ranks, long stagingBytes) {
+    if (ranks < 1 || ranks > MAX_RANKS) throw new IllegalArgumentException("host backend supports 1.." + MAX_RANKS + " ranks, got " + ranks);
+    if (stagingBytes < MIN_STAGING_BYTES || stagingBytes > MAX_STAGING_BYTES) {
+      throw new IllegalArgumentException("stagingBytes " + stagingBytes + " is outside the host backend's range " + MIN_STAGING_BYTES
+          + ".." + MAX_STAGING_BYTES + " (the maximum: a rank's input and result areas, 2 x stagingBytes, are one int-indexed mapping)");
+    }
   }
 
-  /** Rank 0: creates the file (0600, CREATE_NEW, random name), sizes it, writes the header, maps it. */
-  static ShmSegment create(int ranks, long stagingBytes) {
-    sweepStale(baseDirectory());
-    byte[] token = new byte[16];
-    new SecureRandom().nextBytes(token);
-    Path p = baseDirectory().resolve("sparkcomms-" + HexFormat.of().formatHex(token));
+  /**
+   * Rank 0: creates the file in {@code dir} (0600, CREATE_NEW, random name), backs it in full, writes
+   * the header, maps it. The shape is checked before any file exists; any failure after the file
+   * exists removes it. Asks for a background sweep of stale files in {@code dir} without waiting for it.
+   */
+  static ShmSegment create(Path dir, int ranks, long stagingBytes) {
+    checkShape(ranks, stagingBytes);
+    String bad = ShmFiles.directoryProblem(dir);
+    if (bad != null) throw new IllegalStateException("cannot create a shared-memory segment in " + dir + ": " + bad);
+    StaleSweeper.request(dir);
+    Path p = ShmFiles.newSegmentPath(dir);
+    long total = totalBytes(ranks, stagingBytes);
     ProcessId me = ProcessId.current();
     ByteBuffer creator = ByteBuffer.allocate(24).order(ByteOrder.nativeOrder())  // 0: unknown
         .putLong(me.pid()).putLong(Math.max(0, me.startMillis())).putLong(Math.max(0, me.pidNamespace())).flip();
-    try (FileChannel ch = FileChannel.open(p, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-        StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
-      // first of all, who created it: a creator killed during the rest of the set-up leaves a file that the
-      // next start can attribute (sweepStale)
+    FileChannel ch;
+    try {
+      ch = FileChannel.open(p, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the shared-memory segment " + p + ": " + e, e);  // nothing to remove
+    }
+    boolean filling = false;
+    try (ch) {
+      // first of all, who created it: a creator killed during the rest of the set-up leaves a file that
+      // a later sweep can attribute
       ch.write(creator, CREATOR_PID);
       p.toFile().deleteOnExit();
-      ch.write(ByteBuffer.allocate(1), totalBytes(ranks, stagingBytes) - 1); // size the file
+      filling = true;
+      backWithZeros(ch, HEADER_BYTES, total);
+      filling = false;
       ShmSegment s = new ShmSegment(p, ranks, stagingBytes, ch);
       s.ctrl.putInt(8, ranks);
       s.ctrl.putLong(16, stagingBytes);
       LONGS.setRelease(s.ctrl, 0, MAGIC);
       return s;
     } catch (IOException e) {
-      try {
-        Files.deleteIfExists(p);
-      } catch (IOException ignored) {
-        // best effort
-      }
-      throw new UncheckedIOException("cannot create shared-memory segment " + p + ": " + e.getMessage()
-          + " (is /dev/shm full? size needed " + totalBytes(ranks, stagingBytes) + " bytes)", e);
+      deleteQuietly(p);
+      throw new UncheckedIOException(creationFailure(dir, p, total, e, filling), e);
+    } catch (RuntimeException | Error e) {
+      deleteQuietly(p);
+      throw e;
     }
   }
 
-  /** Other ranks: open the file rank 0 made and check its header. */
-  static ShmSegment open(Path p, int ranks, long stagingBytes) {
-    try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-      long want = totalBytes(ranks, stagingBytes);
-      if (ch.size() != want) {
-        throw new IllegalStateException("segment " + p + " has " + ch.size() + " bytes, expected " + want
-            + ": do all ranks use the same rank count and staging size?");
+  /**
+   * Writes zeros over [from, to) of the new file, so that tmpfs allocates every page now: a sparse file
+   * maps fine on a full /dev/shm and then raises SIGBUS (an InternalError in Java) at the first touch
+   * of a missing page, inside a collective (Java has no fallocate). Cost: the pages count against
+   * /dev/shm from creation on instead of from first use, and the writes take time, of which the page
+   * allocation would otherwise come at first touch: measured on a loaded 2-core VM, 45-50 ms for the
+   * default 2 ranks at 16 MiB staging (64 MiB), 160-290 ms for 8 ranks (256 MiB), 2-3 s for 64 ranks
+   * (2 GiB).
+   */
+  private static void backWithZeros(FileChannel ch, long from, long to) throws IOException {
+    ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(1 << 20, Math.max(0, to - from)));
+    for (long pos = from; pos < to; ) {
+      zeros.clear().limit((int) Math.min(zeros.capacity(), to - pos));
+      while (zeros.hasRemaining()) pos += ch.write(zeros, pos);
+    }
+  }
+
+  /** The message of an IOException while creating {@code p}: an interrupt, a full directory while backing it, or else the error itself. */
+  private static String creationFailure(Path dir, Path p, long total, IOException e, boolean filling) {
+    if (e instanceof ClosedByInterruptException) return "interrupted while creating the shared-memory segment " + p + " (removed)";
+    String m = String.valueOf(e.getMessage());
+    if (filling && (m.contains("No space left on device") || m.contains("Disk quota exceeded"))) {
+      long free = -1;
+      try {
+        free = Files.getFileStore(dir).getUsableSpace();
+      } catch (IOException | RuntimeException x) {
+        // unknown
       }
+      return "not enough space in " + dir + ": need " + total + " bytes for the shared-memory segment " + p
+          + (free >= 0 ? ", " + free + " bytes free" : "") + " (" + m + "); free space there or lower stagingBytes";
+    }
+    return "cannot create the shared-memory segment " + p + ": " + e;
+  }
+
+  private static void deleteQuietly(Path p) {
+    try {
+      Files.deleteIfExists(p);
+    } catch (IOException e) {
+      // best effort: a later sweep removes it once this process is gone
+    }
+  }
+
+  /**
+   * Other ranks: maps the file {@code p} that rank 0 named, once {@link ShmFiles#openPeerSegment} has
+   * accepted it as a segment in {@code dir}, and checks its header. The last peer to map it removes
+   * its name ({@link #noteMapped}).
+   */
+  static ShmSegment open(Path dir, Path p, int ranks, long stagingBytes) {
+    checkShape(ranks, stagingBytes);
+    try (FileChannel ch = ShmFiles.openPeerSegment(dir, p, totalBytes(ranks, stagingBytes))) {
       ShmSegment s = new ShmSegment(p, ranks, stagingBytes, ch);
       long magic = (long) LONGS.getAcquire(s.ctrl, 0);
       if (magic != MAGIC || s.ctrl.getInt(8) != ranks || s.ctrl.getLong(16) != stagingBytes) {
         s.close();
         throw new IllegalStateException("segment " + p + " header does not match this communicator");
       }
+      s.noteMapped();
       return s;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open shared-memory segment " + p + ": " + e.getMessage(), e);
     }
   }
 
-  /** A segment file without its creator record this old was left by a creator killed right after creating it. */
-  static final long UNATTRIBUTED_STALE_MILLIS = 5_000;
-
   /**
-   * Removes segment files whose creator process is gone. A segment's name exists only from its creation
-   * until every rank has mapped it, so a file left behind means its creator was killed in that window.
-   * The creator's pid, start time and PID namespace are the first bytes written to a new file; a file
-   * without them (creator killed microseconds after creating it) counts as stale once
-   * {@link #UNATTRIBUTED_STALE_MILLIS} old. Only files this user can read are considered (others' are
-   * 0600). A creator of another PID namespace sharing this /dev/shm is never judged (its pid means
-   * nothing here): its file is left, rather than a live job's removed. Best effort; returns the number
-   * of files removed.
+   * Counts this peer as mapped; the peer that completes the count (every rank but the creator) removes
+   * the name at once, which ends the time in which another process could open the file. The creator
+   * removes it as well when the creation ends, for the case that a peer failed.
    */
-  static int sweepStale(Path dir) {
-    int removed = 0;
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "sparkcomms-*")) {
-      for (Path p : ds) {
-        if (!isStale(p)) continue;
-        try {
-          if (Files.deleteIfExists(p)) removed++;
-        } catch (IOException e) {
-          // another process removed it, or we may not
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // best effort
-    }
-    return removed;
-  }
-
-  /** Whether {@code p} is a segment whose creator process no longer exists (or its pid was reused). */
-  static boolean isStale(Path p) {
-    ByteBuffer h = ByteBuffer.allocate(CREATOR_NS + 8).order(ByteOrder.nativeOrder());
-    long ageMillis;
-    try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
-      while (h.hasRemaining() && ch.read(h) > 0) {
-        // read the header
-      }
-      ageMillis = System.currentTimeMillis() - Files.getLastModifiedTime(p).toMillis();
-    } catch (IOException | SecurityException e) {
-      return false; // gone, or not ours
-    }
-    long pid = h.position() == h.capacity() ? h.getLong(CREATOR_PID) : 0;
-    if (pid <= 0) return ageMillis > UNATTRIBUTED_STALE_MILLIS;
-    long start = h.getLong(CREATOR_START), ns = h.getLong(CREATOR_NS);  // 0: unknown
-    // exited, a zombie, or its pid reused; never "gone" while this process cannot read /proc, nor
-    // when the creator lives in another PID namespace
-    return new ProcessId(pid, start == 0 ? -1 : start, ns == 0 ? -1 : ns).gone(ProcessId.START_TOLERANCE_MILLIS);
+  private void noteMapped() {
+    int mapped = (int) INTS.getAndAdd(ctrl, MAPPED, 1) + 1;
+    if (mapped == ranks - 1) deleteQuietly(path);
   }
 
   Path path() { return path; }
@@ -254,10 +295,23 @@ final class ShmSegment implements AutoCloseable {
     long until = System.nanoTime() + 50_000_000L;
     while ((int) INTS.getAcquire(ctrl, ABORT_STATE) == 1 && System.nanoTime() < until) Thread.onSpinWait();
     if ((int) INTS.getAcquire(ctrl, ABORT_STATE) != 2) return "communicator aborted (reason not recorded)";
+    // the length is untrusted (any process mapping the segment can write it): only 0..ABORT_TEXT_MAX sizes the read
     int n = ctrl.getInt(ABORT_LEN);
+    String who = "rank " + ctrl.getInt(ABORT_RANK) + ": ";
+    if (n >= 0 && n <= ABORT_TEXT_MAX) return who + text(n);
+    String note = "[abort reason length " + n + " outside 0.." + ABORT_TEXT_MAX + ": the segment header was overwritten";
+    if (n < 0) return who + note + "]";
+    String cut = text(ABORT_TEXT_MAX);
+    int end = cut.length();
+    while (end > 0 && cut.charAt(end - 1) == 0) end--;  // the unused rest of the text area
+    return who + cut.substring(0, end) + " " + note + "; text cut at " + ABORT_TEXT_MAX + " bytes]";
+  }
+
+  /** The first {@code n} bytes of the abort text ({@code n} within 0..ABORT_TEXT_MAX). */
+  private String text(int n) {
     byte[] b = new byte[n];
     for (int i = 0; i < n; i++) b[i] = ctrl.get(ABORT_TEXT + i);
-    return "rank " + ctrl.getInt(ABORT_RANK) + ": " + new String(b, StandardCharsets.UTF_8);
+    return new String(b, StandardCharsets.UTF_8);
   }
 
   @Override public synchronized void close() {

@@ -1,7 +1,9 @@
 package io.sparkcomms.collectives.rendezvous;
 
+import io.sparkcomms.collectives.FileStat;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -13,8 +15,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Rendezvous between processes that share a private directory (mode 0700, made by whoever launches
- * the ranks, see {@link #createDirectory()}). Round k: each rank writes {@code round-k.rank-r}
- * atomically (write to a temporary name, then rename) and polls until every rank's file exists.
+ * the ranks, see {@link #createDirectory()}; one that other users can write is refused). Round k: each
+ * rank writes {@code round-k.rank-r} atomically (write to a temporary name, then rename) and polls until every rank's file exists.
  * A rank deletes its file of round k-1 once it has seen all files of round k (everyone has read
  * round k-1 by then); the launcher removes the directory at the end.
  *
@@ -32,12 +34,37 @@ public final class FileRendezvous implements Rendezvous {
   private String lateNote = "";
   private long lateRound = -1;
 
+  /**
+   * Rank {@code rank} of {@code size} over {@code dir}. Whoever can write the directory can write any
+   * rank's messages (rank 0's names the shared-memory segment the others map), so the directory must be
+   * a directory (not a symbolic link) owned by this process's user that no other user can write;
+   * {@link IllegalArgumentException} otherwise.
+   */
   public FileRendezvous(Path dir, int rank, int size) {
     if (size < 1 || rank < 0 || rank >= size) throw new IllegalArgumentException("rank " + rank + " of size " + size);
     if (!Files.isDirectory(dir)) throw new IllegalArgumentException("rendezvous directory " + dir + " does not exist");
+    String why = directoryProblem(dir);
+    if (why != null) throw new IllegalArgumentException("rendezvous directory " + dir + " is refused: " + why);
     this.dir = dir;
     this.rank = rank;
     this.size = size;
+  }
+
+  /** Why {@code dir} is no private rendezvous directory (completing "rendezvous directory DIR is refused: "), or null. */
+  private static String directoryProblem(Path dir) {
+    FileStat d;
+    try {
+      d = FileStat.of(dir);
+    } catch (IOException e) {
+      return "it cannot be checked: " + e;
+    }
+    if (d.isSymbolicLink()) return "it is a symbolic link; pass the directory itself";
+    if (!d.ownedByMe()) return "it is owned by uid " + d.uid() + ", not by this process's uid " + FileStat.currentUid();
+    if ((d.permissions() & 0022) != 0) {
+      return "other users can write it (mode " + d.permissionText() + "), and with it the ranks' messages;"
+          + " use a directory of mode 0700 (FileRendezvous.createDirectory())";
+    }
+    return null;
   }
 
   /** A fresh directory readable only by this user, for the ranks of one communicator. */
@@ -55,9 +82,15 @@ public final class FileRendezvous implements Rendezvous {
 
   private Path file(long k, int r) { return dir.resolve("round-" + k + ".rank-" + r); }
 
+  /**
+   * {@inheritDoc} An interrupt of the calling thread ends the wait at once with a
+   * {@link RendezvousException} that says so; the thread's interrupt stays set.
+   */
   @Override public byte[][] allGather(byte[] mine, Duration timeout) {
     long k = round++;
+    byte[][] out = new byte[size][];
     try {
+      if (Thread.currentThread().isInterrupted()) throw interrupted(k, out);
       Path tmp = dir.resolve(".tmp-" + k + "-" + rank);
       Files.write(tmp, mine);
       try {
@@ -66,7 +99,6 @@ public final class FileRendezvous implements Rendezvous {
         Files.move(tmp, file(k, rank));
       }
       long written = -1;  // our file's modification time, read when first needed (same clock as the peers')
-      byte[][] out = new byte[size][];
       long deadline = System.nanoTime() + timeout.toNanos();
       long sleep = 20_000;
       int have = 0;
@@ -83,19 +115,36 @@ public final class FileRendezvous implements Rendezvous {
         }
         if (have == size) break;
         if (System.nanoTime() > deadline) {
-          StringBuilder missing = new StringBuilder();
-          for (int r = 0; r < size; r++) if (out[r] == null) missing.append(missing.length() == 0 ? "" : ",").append(r);
-          throw new RendezvousException("rendezvous round " + k + " in " + dir + ": rank(s) " + missing
+          throw new RendezvousException("rendezvous round " + k + " in " + dir + ": rank(s) " + missing(out)
               + " did not arrive within " + timeout.toMillis() + " ms" + (lateRound == k - 1 ? lateNote : ""));
         }
+        // parkNanos returns at once while the interrupt is set: without this check the loop would spin
+        if (Thread.currentThread().isInterrupted()) throw interrupted(k, out);
         LockSupport.parkNanos(sleep);
         sleep = Math.min(sleep * 2, 5_000_000);
       }
       if (k > 0) Files.deleteIfExists(file(k - 1, rank));
       return out;
+    } catch (ClosedByInterruptException e) {
+      // a file operation saw the interrupt (and left it set)
+      RendezvousException x = interrupted(k, out);
+      x.initCause(e);
+      throw x;
     } catch (IOException e) {
       throw new RendezvousException("rendezvous in " + dir + " failed: " + e, e);
     }
+  }
+
+  /** Ranks whose file of the round has not been read, "1,3". */
+  private String missing(byte[][] out) {
+    StringBuilder missing = new StringBuilder();
+    for (int r = 0; r < size; r++) if (out[r] == null) missing.append(missing.length() == 0 ? "" : ",").append(r);
+    return missing.toString();
+  }
+
+  private RendezvousException interrupted(long k, byte[][] out) {
+    return new RendezvousException("rank " + rank + " was interrupted in rendezvous round " + k + " in " + dir
+        + " (files of rank(s) " + missing(out) + " not read yet)");
   }
 
   /**

@@ -35,7 +35,8 @@ class CallDescriptorTest {
   }
 
   @Test void unreadableFieldsAreErrorsNamingTheRank() {
-    int[][] bad = {{8, 99}, {12, -1}, {16, -2}, {40, 0}, {48, 3}, {44, CallDescriptor.MAX_TEXT + 1}, {44, -1}};
+    int[][] bad = {{8, 99}, {12, -1}, {16, -2}, {40, 0}, {48, 3}, {44, CallDescriptor.MAX_TEXT + 1}, {44, -1},
+        {44, Integer.MAX_VALUE}, {44, Integer.MIN_VALUE}};
     for (int[] f : bad) {
       ByteBuffer b = slot();
       sample(null).write(b, 0);

@@ -41,7 +41,7 @@ import java.util.concurrent.locks.LockSupport;
  * gone; pause: after SIGCONT it raises within timeout + slack; close: it closes and returns; corrupt: see
  * {@code --fault}); a new
  * communicator of the same size then works; no segment is left in /dev/shm — right after the fault
- * ("stale", which the next communicator creation sweeps) and at the end of the run ("leaks"); GPU
+ * ("stale", which the sweep that the next communicator creation starts removes) and at the end of the run ("leaks"); GPU
  * backend: at the start of every trial, and once more after the last, every rank process reports what
  * it still holds ({@code sc_live_resources}: communicators, peer IPC mappings, device allocations),
  * which must be nothing.
@@ -520,6 +520,7 @@ public final class FaultInjection {
       LockSupport.parkNanos((UNATTRIBUTED_STALE_MILLIS + 500) * 1_000_000L);
       io.sparkcomms.collectives.host.HostCommunicator.create(io.sparkcomms.collectives.rendezvous.InJvmRendezvous.group(1).member(0),
           io.sparkcomms.collectives.CommOptions.builder().stagingBytes(4096).build()).close();
+      Internals.awaitSweep();  // the creation only starts the sweep
     }
     sum.leakedNames.addAll(oursNow(all, initial));
     sum.leaksAtEnd = sum.leakedNames.size();
@@ -951,6 +952,11 @@ public final class FaultInjection {
           Path p = ShmProbe.SHM.resolve(s);
           if (!Files.exists(p)) continue;
           long creator = ShmProbe.creatorPid(p);
+          // the workers' creations sweep in the background: give that sweep a moment to reach the file
+          for (long until = System.nanoTime() + 5_000_000_000L; creator != 0 && Files.exists(p) && System.nanoTime() < until; ) {
+            LockSupport.parkNanos(20_000_000);
+          }
+          if (!Files.exists(p)) continue;
           if (creator == 0) row.unattributedAfterRecovery++;
           else if (pids.contains(creator)) row.leftAfterRecovery++;  // (else: another trial's file, not ours after all)
         }

@@ -28,6 +28,20 @@ final class Internals {
     return (ByteBuffer) field(field((HostCommunicator) c, "seg"), "ctrl");
   }
 
+  /**
+   * Waits (up to 30 s) until the background sweep of stale segment files that communicator creations
+   * start in this JVM has finished; creation itself does not wait for it.
+   */
+  static void awaitSweep() {
+    try {
+      Method m = Class.forName("io.sparkcomms.collectives.host.StaleSweeper").getDeclaredMethod("awaitIdle", long.class);
+      m.setAccessible(true);
+      if (!(boolean) m.invoke(null, 30_000L)) throw new IllegalStateException("the stale-segment sweep did not finish within 30 s");
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Byte offset of the barrier slot where rank {@code from} signals rank {@code to}. */
   static int slot(int to, int from) {
     try {

@@ -33,7 +33,7 @@ import org.junit.jupiter.api.Test;
  * Isolation of a communicator's memory: the segment file is 0600 with a 128-bit random name, another
  * Unix user cannot open it, and it is gone from /dev/shm once every rank mapped it (so nothing can
  * attach afterwards); a crashed job leaves nothing behind, and a creator killed during creation — the
- * only window where the name exists — leaves a stale file that the next start removes.
+ * only window where the name exists — leaves a stale file that the sweep a later start begins removes.
  */
 class IsolationTest {
   private final List<Worker> workers = new ArrayList<>();
@@ -168,12 +168,14 @@ class IsolationTest {
     assertTrue(Files.exists(p));
     // while its creator lives, another job's start leaves it alone
     HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close();
+    Internals.awaitSweep();  // a creation starts the sweep and does not wait for it
     assertTrue(Files.exists(p), "a live creator's segment was removed");
     w.kill();
     assertTrue(w.waitDead(10_000));
     assertTrue(Files.exists(p), "expected the crashed creator's file to be left behind");
     // the next communicator created on this host (any job of this user) removes it
     HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close();
+    Internals.awaitSweep();
     assertFalse(Files.exists(p), "stale segment of a crashed job was not cleaned up at the next start");
   }
 
@@ -207,6 +209,7 @@ class IsolationTest {
       while (!ProcessId.zombie(zpid) && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
       assertTrue(ProcessId.zombie(zpid), "the killed child is a zombie");
       HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close(); // the next start sweeps
+      Internals.awaitSweep();
       assertFalse(Files.exists(deadCreator), "file of a dead creator kept");
       assertFalse(Files.exists(reusedPid), "file of a creator whose pid was reused kept");
       assertFalse(Files.exists(oldNoRecord), "old file without a creator record kept");
