@@ -206,6 +206,13 @@ static int sc_refuse(sc_comm* c, int coll, void* stream, int rc) {
   sc_set_error_text(keep.c_str());
   return rc;
 }
+extern "C" int sc_comm_refuse(sc_comm_t c, int collective, void* stream) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_comm_refuse: communicator is null");
+  if (collective < SC_COLL_ALLREDUCE || collective > SC_COLL_BARRIER)
+    return sc_fail(SC_ERR_INVALID_ARG, "sc_comm_refuse: unknown collective %d", collective);
+  return sc_refuse(c, collective, stream, SC_OK);
+}
+
 #define SC_REFUSE(coll, call)                        \
   do {                                               \
     const int rc_ = (call);                          \

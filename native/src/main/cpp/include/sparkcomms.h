@@ -203,6 +203,13 @@ SC_API int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, 
  * Call after the stream work completed. */
 SC_API int sc_alltoallv_status(sc_comm_t comm, long long* status);
 SC_API int sc_barrier(sc_comm_t comm, void* stream);
+/* This rank refuses its own arguments of a call of `collective` (SC_COLL_*) that its peers make:
+ * a barrier kernel whose call header says so makes their kernels fail with SC_ERR_MISMATCH at once
+ * instead of waiting for this rank until their timeout. The entry points do this themselves for the
+ * arguments they check; a binding that checks arguments before calling them calls this. The
+ * communicator is unusable afterwards, as after any mismatch. SC_OK when nothing needed telling (not
+ * connected, one rank, already failed, stream capturing). */
+SC_API int sc_comm_refuse(sc_comm_t comm, int collective, void* stream);
 
 /* ---- test hooks: only in test builds of the library (compiled with SC_DEBUG_HOOKS); through the
  * Java dispatcher a library without them answers SC_ERR_UNSUPPORTED ---- */

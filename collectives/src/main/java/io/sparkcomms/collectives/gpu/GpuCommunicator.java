@@ -166,7 +166,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
   private Protocol executeStaged(PlannedCall c, Pointer s) {
     if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
     Protocol[] ran = new Protocol[1];
-    refuseIfBroken(c);
+    refuseIfBroken(c, s);
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");  // the copies come before the launch
     staging.run(c, s, new HostStaging.Device() {
       @Override public void launch(PlannedCall onDevice) { ran[0] = GpuCommunicator.this.launch(onDevice, s); }
@@ -176,13 +176,27 @@ public final class GpuCommunicator extends AbstractCommunicator {
     return ran[0];
   }
 
-  /** Raises when the communicator is aborted, or when this rank's arguments are invalid. */
-  private void refuseIfBroken(PlannedCall c) {
+  /**
+   * Raises when the communicator is aborted, or when this rank's arguments are invalid; then it first
+   * tells the peers ({@link #refuse}).
+   */
+  private void refuseIfBroken(PlannedCall c, Pointer s) {
     if (aborted) {
       String why = peerGone;
       throw new CommAbortedException("communicator aborted on rank " + rank + (why != null ? ": " + why : ""));
     }
-    if (c.problem() != null) throw new IllegalArgumentException(c.problem());
+    if (c.problem() != null) refuse(c, s);
+  }
+
+  /**
+   * This rank's arguments are invalid: its peers, which make the call, must not wait for it until
+   * their timeout. {@code sc_comm_refuse} runs a barrier whose call header says "refused", so their
+   * kernels fail with a mismatch at once (the communicator is unusable afterwards on every rank).
+   */
+  private void refuse(PlannedCall c, Pointer s) {
+    SparkCommsNative.sc_set_device(device);
+    SparkCommsNative.sc_comm_refuse(comm, GpuLaunch.collectiveCode(c.kind()), s);
+    throw new IllegalArgumentException(c.problem());
   }
 
   /**
@@ -191,7 +205,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
    * collective already.
    */
   private Protocol launch(PlannedCall c, Pointer s) {
-    refuseIfBroken(c);
+    refuseIfBroken(c, s);
     Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
     Protocol p = launcher.plan(c);
     int st = launcher.start(c, p, s);
@@ -257,7 +271,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
   public Protocol allReduceOnStream(DeviceTensor in, DeviceTensor out, ReduceOp op, Algorithm algo) {
     ensureOpen();
     PlannedCall c = planner().plan(Collective.ALL_REDUCE, in, out, op, 0, algo);
-    if (c.problem() != null) throw new IllegalArgumentException(c.problem());
+    if (c.problem() != null) refuse(c, stream);
     Protocol p = launch(c, stream);
     stats().record(p, c.messageBytes(), 0);
     return p;

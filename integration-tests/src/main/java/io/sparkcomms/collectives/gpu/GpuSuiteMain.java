@@ -137,6 +137,28 @@ public final class GpuSuiteMain {
         }
       }
     }
+    // Rank 1's output is one element short (its own argument error): it raises IllegalArgumentException,
+    // and its peers, which make a valid call, raise CommMismatchException at once instead of timing out.
+    CommOptions o = CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).vendor(false)
+        .stagingBytes(8 << 20).timeout(Duration.ofSeconds(30)).build();
+    try (GpuCommunicator g = GpuCommunicator.create(rv.get(), o, device);
+         DeviceBuffer in = DeviceBuffer.allocate(DataType.FLOAT32, 1000, device);
+         DeviceBuffer out = DeviceBuffer.allocate(DataType.FLOAT32, 1000, device)) {
+      long t0 = System.nanoTime();
+      try {
+        g.allReduce(in.view(), out.view(0, g.rank() == 1 ? 999 : 1000), ReduceOp.SUM);
+        g.synchronize();
+        fails.add("refused arguments: the call returned on rank " + g.rank());
+      } catch (IllegalArgumentException e) {
+        if (g.rank() != 1) fails.add("refused arguments: rank " + g.rank() + " raised " + e);
+      } catch (CommMismatchException e) {
+        if (g.rank() == 1) fails.add("refused arguments: rank 1 raised " + e + ", expected IllegalArgumentException");
+        else System.out.println("rank " + g.rank() + ": a peer's refused arguments: CommMismatchException after "
+            + (System.nanoTime() - t0) / 1_000_000 + " ms: " + e.getMessage());
+      } catch (RuntimeException e) {
+        fails.add("refused arguments: rank " + g.rank() + " raised " + e);
+      }
+    }
     return fails;
   }
 
