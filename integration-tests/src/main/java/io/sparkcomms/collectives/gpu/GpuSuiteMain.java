@@ -261,14 +261,19 @@ public final class GpuSuiteMain {
     }
     Algorithm[] algos = algos(vendor(n));
     ExecutorService pool = Executors.newFixedThreadPool(n);
-    Map<Algorithm, InJvmRendezvous.Group> groups = new EnumMap<>(Algorithm.class);
-    for (Algorithm a : algos) groups.put(a, InJvmRendezvous.group(n));
+    // one group per communicator the suite builds, in the order every rank builds them
+    List<InJvmRendezvous.Group> groups = java.util.Collections.synchronizedList(new ArrayList<>());
     List<Future<List<String>>> fs = new ArrayList<>();
     for (int r = 0; r < n; r++) {
       final int rank = r;
       fs.add(pool.submit(() -> {
-        java.util.Iterator<Algorithm> it = java.util.Arrays.asList(algos).iterator();
-        return suite(() -> groups.get(it.next()).member(rank), rank, algos, seed);
+        int[] k = {0};
+        return suite(() -> {
+          synchronized (groups) {
+            while (groups.size() <= k[0]) groups.add(InJvmRendezvous.group(n));
+            return groups.get(k[0]++).member(rank);
+          }
+        }, rank, algos, seed);
       }));
     }
     boolean ok = true;
@@ -287,10 +292,10 @@ public final class GpuSuiteMain {
   /** One rank process of {@link #processes}: on GPU {@link #device}(rank); every rank derives the same algorithms. */
   static boolean rank(Path dir, int rank, int n, long seed) {
     Algorithm[] algos = algos(vendor(n));
-    java.util.Iterator<Algorithm> it = java.util.Arrays.asList(algos).iterator();
+    int[] k = {0};  // one directory per communicator the suite builds, in the order every rank builds them
     List<String> f = suite(() -> {
       try {
-        return new FileRendezvous(Files.createDirectories(dir.resolve(it.next().name())), rank, n);
+        return new FileRendezvous(Files.createDirectories(dir.resolve("comm-" + k[0]++)), rank, n);
       } catch (java.io.IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
