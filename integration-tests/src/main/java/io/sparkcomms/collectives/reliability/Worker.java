@@ -1,12 +1,15 @@
 package io.sparkcomms.collectives.reliability;
 
-import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.FileInputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -32,40 +35,88 @@ final class Worker implements AutoCloseable {
   /** First CREATED / STREAM / CLOSING / CORRUPTED / FAIL / DONE line of each trial id, by "KIND id": looked up without scanning the history. */
   private final java.util.Map<String, Line> marks = new java.util.concurrent.ConcurrentHashMap<>();
 
-  private Worker(Process p) {
+  /**
+   * The file the worker's stdout and stderr go to. Not a pipe: when a process dies, the JDK's stream of
+   * its pipe (Process.getInputStream) can drop the last lines it wrote (JDK 17, a child writing a line
+   * every 20 us and killed with kill -9: a few lines missing in 1 of 20 kills), and what a killed rank
+   * wrote last is evidence (how far it got). A file keeps every byte its write(2)s wrote, whatever
+   * happens to the writer afterwards.
+   */
+  private final Path output;
+
+  /** How long the reader sleeps when the file has nothing new and the worker still runs. */
+  private static final long POLL_NANOS = 500_000;
+
+  private Worker(Process p, Path output) {
     this.process = p;
+    this.output = output;
     this.stdin = new PrintWriter(new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8), true);
-    Thread t = new Thread(() -> {
-      try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String l; (l = r.readLine()) != null; ) {
-          history.add(l);
-          if (l.startsWith("READY")) {
-            synchronized (this) {
-              ready = true;
-              notifyAll();
-            }
-          } else if (l.startsWith("WARM ")) {  // "WARM ms" when the CUDA start-up worked, "WARM failed: ..." when not
-            synchronized (this) {
-              warm = l.matches("WARM \\d+");
-              notifyAll();
-            }
-          }
-          Line line = new Line(System.nanoTime(), l);
-          if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("CORRUPTED ")
-              || l.startsWith("FAIL ") || l.startsWith("DONE ")) {
-            String[] w = l.split(" ", 3);
-            if (w.length >= 2) marks.putIfAbsent(w[0] + " " + w[1], line);
-          }
-          lines.add(line);
-        }
-      } catch (IOException e) {
-        // process gone
-      }
-      outputEnded = true;
-      lines.add(new Line(System.nanoTime(), "EOF"));
-    }, "worker-reader-" + p.pid());
+    Thread t = new Thread(this::readOutput, "worker-reader-" + p.pid());
     t.setDaemon(true);
     t.start();
+  }
+
+  /**
+   * Follows the output file until the worker is gone and everything it wrote is read. Liveness is looked
+   * at before each read: a read that finds nothing new after the process was seen dead has read all it
+   * wrote. Only whole lines are handled; a last line without its newline is handled at the end.
+   */
+  private void readOutput() {
+    ByteArrayOutputStream partial = new ByteArrayOutputStream();
+    try (InputStream in = new FileInputStream(output.toFile())) {
+      byte[] buf = new byte[1 << 16];
+      while (true) {
+        boolean gone = !process.isAlive();
+        int k = in.read(buf);
+        if (k > 0) {
+          int from = 0;
+          for (int i = 0; i < k; i++) {
+            if (buf[i] != '\n') continue;
+            partial.write(buf, from, i - from);
+            onLine(partial.toString(StandardCharsets.UTF_8));
+            partial.reset();
+            from = i + 1;
+          }
+          partial.write(buf, from, k - from);
+        } else if (gone) {
+          break;
+        } else {
+          java.util.concurrent.locks.LockSupport.parkNanos(POLL_NANOS);
+        }
+      }
+    } catch (IOException e) {
+      // unreadable: the output ends here
+    }
+    if (partial.size() > 0) onLine(partial.toString(StandardCharsets.UTF_8));
+    try {
+      Files.deleteIfExists(output);
+    } catch (IOException ignored) {
+      // best effort: a temp file
+    }
+    outputEnded = true;
+    lines.add(new Line(System.nanoTime(), "EOF"));
+  }
+
+  private void onLine(String l) {
+    history.add(l);
+    if (l.startsWith("READY")) {
+      synchronized (this) {
+        ready = true;
+        notifyAll();
+      }
+    } else if (l.startsWith("WARM ")) {  // "WARM ms" when the CUDA start-up worked, "WARM failed: ..." when not
+      synchronized (this) {
+        warm = l.matches("WARM \\d+");
+        notifyAll();
+      }
+    }
+    Line line = new Line(System.nanoTime(), l);
+    if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("CORRUPTED ")
+        || l.startsWith("FAIL ") || l.startsWith("DONE ")) {
+      String[] w = l.split(" ", 3);
+      if (w.length >= 2) marks.putIfAbsent(w[0] + " " + w[1], line);
+    }
+    lines.add(line);
   }
 
   /** Starts a worker JVM with this JVM's classpath. */
@@ -75,9 +126,14 @@ final class Worker implements AutoCloseable {
         "-D" + WorkerMain.VENDOR_PROPERTY + "=" + System.getProperty(WorkerMain.VENDOR_PROPERTY, "true"),
         "-cp", System.getProperty("java.class.path"), WorkerMain.class.getName());
     pb.redirectErrorStream(true);
+    Path out = null;
     try {
-      return new Worker(pb.start());
+      out = Files.createTempFile("sparkcomms-worker-", ".out");
+      out.toFile().deleteOnExit();  // (the reader deletes it once the worker is gone and read)
+      pb.redirectOutput(out.toFile());
+      return new Worker(pb.start(), out);
     } catch (IOException e) {
+      if (out != null) out.toFile().delete();
       throw new UncheckedIOException("cannot start a worker JVM", e);
     }
   }
