@@ -36,10 +36,16 @@ final class Worker implements AutoCloseable {
   private final java.util.Map<String, Line> marks = new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
+   * The latest CALL line of each trial id. CALL lines go nowhere else (not to the history, not to the
+   * queue): a stream prints one per call, and a worker runs many trials.
+   */
+  private final java.util.Map<String, Long> calls = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
    * The file the worker's stdout and stderr go to. Not a pipe: when a process dies, the JDK's stream of
    * its pipe (Process.getInputStream) can drop the last lines it wrote (JDK 17, a child writing a line
    * every 20 us and killed with kill -9: a few lines missing in 1 of 20 kills), and what a killed rank
-   * wrote last is evidence (how far it got). A file keeps every byte its write(2)s wrote, whatever
+   * wrote last is evidence (the call it died in). A file keeps every byte its write(2)s wrote, whatever
    * happens to the writer afterwards.
    */
   private final Path output;
@@ -98,6 +104,17 @@ final class Worker implements AutoCloseable {
   }
 
   private void onLine(String l) {
+    if (l.startsWith("CALL ")) {  // one per call: only the latest of each trial is kept
+      String[] w = l.split(" ");
+      if (w.length == 3) {
+        try {
+          calls.put(w[1], Long.parseLong(w[2]));
+          return;
+        } catch (NumberFormatException e) {
+          // not an announcement: kept as an ordinary line
+        }
+      }
+    }
     history.add(l);
     if (l.startsWith("READY")) {
       synchronized (this) {
@@ -142,6 +159,16 @@ final class Worker implements AutoCloseable {
 
   /** The first line {@code kind id ...} (kind CREATED, STREAM, CLOSING, CORRUPTED, FAIL or DONE) read so far, or null. */
   Line mark(String kind, String id) { return marks.get(kind + " " + id); }
+
+  /**
+   * The latest (highest) call index of trial {@code id} this worker announced ("CALL id i") and the parent
+   * read so far, or -1. Lines are read in order and the worker writes each one before it starts the call, so the
+   * rank had entered that call when this returns it. Once the output ended (a killed rank, {@link
+   * #awaitOutputEnd}), it is the last call the rank entered.
+   */
+  long lastCall(String id) {
+    return calls.getOrDefault(id, -1L);
+  }
 
   /** Waits (bounded) until the reader saw the end of the process's output: every line it printed is read. */
   boolean awaitOutputEnd(long millis) {

@@ -47,7 +47,9 @@ import java.util.concurrent.locks.LockSupport;
  * </pre>
  *
  * Events on stdout: {@code READY pid}, {@code SEG id path} (the segment rank 0 published),
- * {@code CREATED id ok prevclose ms} (ms: how long this process's previous communicator close took, -1 if none), {@code STREAM id first-call} (right before the first collective), {@code WRONG id detail},
+ * {@code CREATED id ok prevclose ms} (ms: how long this process's previous communicator close took, -1 if none), {@code STREAM id first-call} (right before the first collective),
+ * {@code CALL id i} (right before checked call i, from 0 on: its inputs, the collective, its check; flushed
+ * before the call starts, so a parent that read it knows this rank had entered call i), {@code WRONG id detail},
  * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
  * {@code CORRUPTED id ok at nanos calls i peer p value v} (the helper's write; nanos: System.nanoTime()
  * right before it, i: the RUN's call index then) or {@code CORRUPTED id failed: ...},
@@ -213,6 +215,7 @@ public final class WorkerMain {
         Corrupt cr = corruptRequest;
         if (corrupter == null && cr != null && cr.id().equals(id) && i >= cr.atCall()) corrupter = startCorrupter(cr, c, rank);
         if (i == 0) out.println("STREAM " + id + " first-call");  // entering the first collective
+        out.println("CALL " + id + " " + i);  // written before call i starts: a reader that has it knows this rank reached call i
         String what = CallMix.call(ck, c, kind, lp, rnd, maxElems);
         if (ck.failures().size() > reported) {
           out.println("WRONG " + id + " call " + i + " " + what + ": " + ck.failures().get(reported));
