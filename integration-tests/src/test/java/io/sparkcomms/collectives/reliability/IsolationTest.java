@@ -204,6 +204,11 @@ class IsolationTest {
       long zpid = Long.parseLong(new java.io.BufferedReader(new java.io.InputStreamReader(parent.getInputStream())).readLine().trim());
       ProcessHandle z = ProcessHandle.of(zpid).orElseThrow();
       zombieCreator = fakeSegment(zpid, z.info().startInstant().orElseThrow().toEpochMilli());
+      // the shell must have become the parent sleep first: a shell that still runs reaps its dead child
+      for (long t = System.nanoTime(); System.nanoTime() - t < 5_000_000_000L
+          && !parent.info().command().map(c -> c.endsWith("/sleep")).orElse(false); ) {
+        Thread.sleep(5);
+      }
       z.destroyForcibly();
       long t0 = System.nanoTime();
       while (!ProcessId.zombie(zpid) && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
