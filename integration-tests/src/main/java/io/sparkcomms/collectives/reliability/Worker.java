@@ -137,11 +137,16 @@ final class Worker implements AutoCloseable {
   }
 
   /** Starts a worker JVM with this JVM's classpath. */
-  static Worker start() {
-    ProcessBuilder pb = new ProcessBuilder(ShmProbe.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-Xss4m",
+  static Worker start() { return start(null); }
+
+  /** {@link #start()}; host backend: with its segments in {@code segmentDir} (null: the default, /dev/shm). */
+  static Worker start(Path segmentDir) {
+    List<String> cmd = new ArrayList<>(List.of(ShmProbe.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-Xss4m",
         "-D" + WorkerMain.BACKEND_PROPERTY + "=" + System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"),
-        "-D" + WorkerMain.VENDOR_PROPERTY + "=" + System.getProperty(WorkerMain.VENDOR_PROPERTY, "true"),
-        "-cp", System.getProperty("java.class.path"), WorkerMain.class.getName());
+        "-D" + WorkerMain.VENDOR_PROPERTY + "=" + System.getProperty(WorkerMain.VENDOR_PROPERTY, "true")));
+    if (segmentDir != null) cmd.add("-D" + WorkerMain.SEGMENT_DIR_PROPERTY + "=" + segmentDir);
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), WorkerMain.class.getName()));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
     pb.redirectErrorStream(true);
     Path out = null;
     try {

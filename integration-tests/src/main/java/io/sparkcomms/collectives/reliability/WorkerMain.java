@@ -71,6 +71,12 @@ public final class WorkerMain {
   /** System property: "false" builds GPU communicators without the vendor (NCCL/RCCL) communicator. */
   public static final String VENDOR_PROPERTY = "sparkcomms.fi.vendor";
   private static final boolean VENDOR = !"false".equals(System.getProperty(VENDOR_PROPERTY));
+  /**
+   * System property: host backend, the directory for the segments ({@link Internals#createHost}) instead
+   * of the default (/dev/shm); a test that owns the directory knows every file in it is its own.
+   */
+  public static final String SEGMENT_DIR_PROPERTY = "sparkcomms.fi.segmentDir";
+  private static final String SEGMENT_DIR = System.getProperty(SEGMENT_DIR_PROPERTY);
 
   public static void main(String[] args) throws Exception {
     out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
@@ -187,7 +193,8 @@ public final class WorkerMain {
       rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
       // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
       // lone rank 0 would then never create its segment, which the stale-segment tests need).
-      c = GPU ? Comms.create(rv, o, rank % gpuCount()) : HostCommunicator.create(rv, o);
+      c = GPU ? Comms.create(rv, o, rank % gpuCount())
+          : SEGMENT_DIR == null ? HostCommunicator.create(rv, o) : Internals.createHost(rv, o, Paths.get(SEGMENT_DIR));
       COMM_LOCK.lock();
       try {
         live = c;
