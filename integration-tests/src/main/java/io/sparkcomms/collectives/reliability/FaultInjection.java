@@ -470,6 +470,12 @@ public final class FaultInjection {
     }
     Set<String> out = new HashSet<>();
     for (String n : ShmProbe.segments()) if (ours(n, pids, before)) out.add(n);
+    // one without a creator record may be another program's, caught the moment it was created: that
+    // gets its record (or is gone) at once; what is still without one a second later is this run's
+    for (int i = 0; i < 10 && out.stream().anyMatch(n -> ShmProbe.creatorPid(ShmProbe.SHM.resolve(n)) == 0); i++) {
+      LockSupport.parkNanos(100_000_000L);
+      out.removeIf(n -> !Files.exists(ShmProbe.SHM.resolve(n)) || !ours(n, pids, before));
+    }
     return out;
   }
 
