@@ -46,6 +46,18 @@ import java.util.concurrent.locks.LockSupport;
  * it still holds ({@code sc_live_resources}: communicators, peer IPC mappings, device allocations),
  * which must be nothing.
  *
+ * <p>Where a kill landed: every rank announces each checked call it enters on its output ({@code CALL id
+ * i}, written before call i starts; see {@link WorkerMain}). Right before the kill the harness takes, for
+ * every rank, the last call it has read such a line for (so each rank had entered that call before the
+ * kill was sent); after the kill it reads the killed rank's output to its end, whose last announced call
+ * is the call it died in. A kill counts as mid-call (the "mid-call kills" column) when every rank had
+ * announced call K ({@code --kill-gate-call}) or a later one before it: every rank had then created its
+ * communicator and completed K calls, and every peer was in call K or a later one when the kill came. A
+ * kill that cannot be shown so (a rank's line not read yet, or not written) is not counted as one,
+ * whatever its timing really was. A call is a checked call as a whole (its inputs, the collective, the
+ * check of its result): from outside the rank the collective cannot be told apart from the rest, so a
+ * rank killed while it checks the result of call i died in call i.
+ *
  * <p>Options of {@link #main}:
  * <ul>
  *   <li>{@code --backend host|gpu}: the workers' backend (GPU: rank r on GPU r % GPUs, host tensors
@@ -81,13 +93,20 @@ import java.util.concurrent.locks.LockSupport;
  *       stream, with no wrong element. Pause, close and corrupt always wait until every rank created its
  *       communicator; corrupt lands in call 1 or later, so every rank is in its stream.</li>
  *   <li>{@code --kill-after-create} (alias {@code --fault-after-create}): the fault delay starts once
- *       every rank created its communicator and entered its first collective, so the fault lands in
- *       the stream of calls, for every collective (a GPU communicator takes longer to build than the
- *       default 300 ms delay: without the flag every GPU kill lands in creation). The table's "in
- *       stream" column counts the faults that did. A fault communicator that fails before the fault (a
- *       rank raised in creation or its first call: a rendezvous timeout on a loaded host, say) is not
- *       faulted: every rank must raise, and the trial starts over with a fresh one (shown under the
- *       table; a trial whose three attempts all fail counts as unexpected).</li>
+ *       the harness has read from every rank that it entered call K of its stream (kill: K =
+ *       {@code --kill-gate-call}, default 1, so every rank had completed a call of the communicator;
+ *       pause and close: K = 0, the first call), so the fault lands in the stream of calls, for every
+ *       collective (a GPU communicator takes longer to build than the default 300 ms delay: without the
+ *       flag every GPU kill lands in creation). Every kill is then a mid-call kill (see above), and one
+ *       that is not is a failure of the run. Without the flag the delay starts when the ranks are asked
+ *       to create the communicator, so kills land anywhere, creation included, and the table says where
+ *       ("in create", "in stream", "mid-call kills"). The table's "in stream" column counts the faults
+ *       that landed in the stream. A fault communicator that fails before the fault (a rank raised in
+ *       creation or before call K: a rendezvous timeout on a loaded host, say) is not faulted: every
+ *       rank must raise, and the trial starts over with a fresh one (shown under the table; a trial
+ *       whose three attempts all fail counts as unexpected).</li>
+ *   <li>{@code --kill-gate-call K}: the call every rank must have announced before a kill counts as
+ *       mid-call, and with {@code --kill-after-create} the call the kill waits for (default 1).</li>
  *   <li>{@code --parallel P}: P independent trials at once, in P lanes; each lane has its own rank
  *       processes and spare, every trial its own rendezvous directory, communicator and random draws
  *       (all drawn from {@code --seed} up front, in row order, so a trial's victim, delay and data do not
@@ -148,8 +167,13 @@ public final class FaultInjection {
     public long timeoutMs = 3_000;
     public long slackMs = 2_000;
     public long maxKillDelayMs = 300;
-    /** Start the fault delay once every rank created its communicator and entered its first call (faults land in the calls only). */
+    /**
+     * Start the fault delay once every rank announced entering call {@link #killGateCall} (kill) or its
+     * first call (pause, close): faults land in the calls only.
+     */
     public boolean faultAfterCreate;
+    /** Kill: a kill is mid-call when every rank had announced this call or a later one before it. */
+    public int killGateCall = 1;
     public int maxElems = 1 << 16;
     public long stagingBytes = 64 << 10;
     public int recoveryCalls = 3;
@@ -182,6 +206,13 @@ public final class FaultInjection {
     public int trials, faults, killsDuringCreate, survivors, survivorsRaised, hangs, wrong, unexpected;
     /** The faulted rank had entered the stream of collectives (printed STREAM: inside its first call or later). */
     public int inStream;
+    /**
+     * Kill: kills before which every rank had announced entering call {@link Config#killGateCall} or a
+     * later one (read by the harness before it sent the kill).
+     */
+    public int midCall;
+    /** Kill, over the mid-call kills: the lowest and highest call the killed rank died in (its last announced call). */
+    public long landedMin = Long.MAX_VALUE, landedMax = -1;
     /** A survivor had completed at least one collective when it raised. */
     public int afterFirstCall;
     /** The victim did what it must (kill: gone; pause: raised after SIGCONT; close: closed and returned). */
@@ -232,6 +263,9 @@ public final class FaultInjection {
       faults += t.faults;
       killsDuringCreate += t.killsDuringCreate;
       inStream += t.inStream;
+      midCall += t.midCall;
+      landedMin = Math.min(landedMin, t.landedMin);
+      landedMax = Math.max(landedMax, t.landedMax);
       afterFirstCall += t.afterFirstCall;
       survivors += t.survivors;
       survivorsRaised += t.survivorsRaised;
@@ -297,6 +331,10 @@ public final class FaultInjection {
         if (r.victimsAlive > 0) p.add(n + ": " + r.victimsAlive + " killed rank(s) still alive");
         if (r.victimsBad > 0) p.add(n + ": " + r.victimsBad + " faulted rank(s) that did not raise / close as they must");
         if (r.faults != r.trials) p.add(n + ": " + (r.trials - r.faults) + " trial(s) without a fault");
+        if (config.faultAfterCreate && r.fault == Fault.KILL && r.midCall != r.faults) {
+          p.add(n + ": " + (r.faults - r.midCall) + " kill(s) not shown to land mid-call (every rank in call "
+              + config.killGateCall + " or later)");
+        }
         p.addAll(r.notes);
       }
       if (leaksAtEnd > 0) p.add(leaksAtEnd + " segment(s) left in /dev/shm at the end: " + leakedNames);
@@ -312,25 +350,31 @@ public final class FaultInjection {
     /** A markdown table of the run. */
     public String table() {
       StringBuilder b = new StringBuilder();
-      b.append("| collective | fault | trials | faults injected | in create | in stream | survivors raised | raise ms min / mean / max "
+      b.append("| collective | fault | trials | faults injected | in create | in stream | mid-call kills | survivors raised | raise ms min / mean / max "
           + "| hangs | wrong results | unexpected | faulted rank as expected | new comm after fault OK | stale segment after crash "
           + "| still there after next start | leaks |\n");
-      b.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      b.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
       for (Row r : rows) {
-        b.append(String.format(Locale.ROOT, "| %s | %s | %d | %d | %d | %s | %d / %d | %d / %.0f / %d | %d | %d | %d | %d / %d | %d / %d | %d | %d + %d | %d |%n",
-            r.name, r.fault.label(), r.trials, r.faults, r.killsDuringCreate, pct(r.inStream, r.faults), r.survivorsRaised,
+        b.append(String.format(Locale.ROOT, "| %s | %s | %d | %d | %d | %s | %s | %d / %d | %d / %.0f / %d | %d | %d | %d | %d / %d | %d / %d | %d | %d + %d | %d |%n",
+            r.name, r.fault.label(), r.trials, r.faults, r.killsDuringCreate, pct(r.inStream, r.faults),
+            r.fault == Fault.KILL ? pct(r.midCall, r.faults) : "-", r.survivorsRaised,
             r.survivors, r.survivorsRaised == 0 ? 0 : r.minRaiseMs, r.meanRaiseMs(), r.maxRaiseMs, r.hangs, r.wrong, r.unexpected,
             r.victimsOk, r.faults, r.recoveries - r.recoveryFailures, r.recoveries, r.staleAfterCrash, r.leftAfterRecovery,
             r.unattributedAfterRecovery, r.leftAfterRecovery + r.victimsAlive));
       }
-      b.append(String.format(Locale.ROOT, "| **total** | | %d | %d | %d | %s | %d / %d | max %d | %d | %d | %d | %d / %d | %d / %d | %d | %d + %d | %d segments, %d processes |%n",
+      int kills = total(r -> r.fault == Fault.KILL ? r.faults : 0);
+      b.append(String.format(Locale.ROOT, "| **total** | | %d | %d | %d | %s | %s | %d / %d | max %d | %d | %d | %d | %d / %d | %d / %d | %d | %d + %d | %d segments, %d processes |%n",
           total(r -> r.trials), total(r -> r.faults), total(r -> r.killsDuringCreate), pct(total(r -> r.inStream), total(r -> r.faults)),
+          rows.stream().anyMatch(r -> r.fault == Fault.KILL) ? pct(total(r -> r.fault == Fault.KILL ? r.midCall : 0), kills) : "-",
           total(r -> r.survivorsRaised), total(r -> r.survivors), rows.stream().mapToLong(r -> r.maxRaiseMs).max().orElse(0),
           total(r -> r.hangs), total(r -> r.wrong), total(r -> r.unexpected), total(r -> r.victimsOk), total(r -> r.faults),
           total(r -> r.recoveries - r.recoveryFailures), total(r -> r.recoveries), total(r -> r.staleAfterCrash),
           total(r -> r.leftAfterRecovery), total(r -> r.unattributedAfterRecovery), leaksAtEnd, survivingProcesses));
       b.append("\n\"in create\": the faulted rank had not created its communicator yet; \"in stream\": it had entered its stream of"
           + " collectives (it was inside its first call or a later one; the rest came between creation and the first call)."
+          + " \"mid-call kills\": kills before which the harness had read from every rank that it entered call "
+          + config.killGateCall + " or a later one (each rank writes a line before it starts a call); the others"
+          + " could not be shown to land in the calls."
           + " \"faulted rank as expected\": kill: process gone; pause: after SIGCONT it raised within timeout + slack;"
           + " close: it closed and returned; corrupt: its flag write happened, and then, with no wrong element, it raised a"
           + " communicator exception within timeout + slack of the write or completed every call of its stream. Corrupt: a"
@@ -362,6 +406,13 @@ public final class FaultInjection {
         for (Row r : rows) if (!r.setupNotes.isEmpty()) b.append("; ").append(r.label()).append(": ").append(r.setupNotes.get(0));
         b.append('\n');
       }
+      if (rows.stream().anyMatch(r -> r.fault == Fault.KILL && r.midCall > 0)) {
+        b.append("Mid-call kills, the calls the killed rank died in (its last announced call):");
+        for (Row r : rows) {
+          if (r.fault == Fault.KILL && r.midCall > 0) b.append(' ').append(r.name).append(' ').append(r.landedMin).append("..").append(r.landedMax).append(';');
+        }
+        b.append('\n');
+      }
       b.append("Faults after a survivor had completed at least one collective:");
       for (Row r : rows) b.append(' ').append(r.label()).append(' ').append(pct(r.afterFirstCall, r.faults)).append(';');
       b.append('\n');
@@ -379,7 +430,8 @@ public final class FaultInjection {
           "false".equals(System.getProperty(WorkerMain.VENDOR_PROPERTY)) ? " without the vendor communicator" : "", config.ranks,
           config.faults.stream().map(Fault::label).toList(), config.timeoutMs, config.slackMs,
           config.recoveryTimeout() != config.timeoutMs ? ", recovery communicator timeout " + config.recoveryTimeout() + " ms" : "",
-          config.maxKillDelayMs, config.faultAfterCreate ? " after every rank entered its first call" : "", config.maxElems,
+          config.maxKillDelayMs, config.faultAfterCreate ? " after every rank entered call " + config.killGateCall
+              + " (kill) / its first call (pause, close)" : "", config.maxElems,
           config.stagingBytes >> 10, config.parallel, config.seed, wallMs / 1000.0));
       if (config.faults.contains(Fault.CORRUPT)) {
         b.append(String.format(Locale.ROOT, "Corrupt settings: written at call 1..%d + 0..%d us of the faulted rank, streams of that"
@@ -418,6 +470,12 @@ public final class FaultInjection {
     }
     Set<String> out = new HashSet<>();
     for (String n : ShmProbe.segments()) if (ours(n, pids, before)) out.add(n);
+    // one without a creator record may be another program's, caught the moment it was created: that
+    // gets its record (or is gone) at once; what is still without one a second later is this run's
+    for (int i = 0; i < 10 && out.stream().anyMatch(n -> ShmProbe.creatorPid(ShmProbe.SHM.resolve(n)) == 0); i++) {
+      LockSupport.parkNanos(100_000_000L);
+      out.removeIf(n -> !Files.exists(ShmProbe.SHM.resolve(n)) || !ours(n, pids, before));
+    }
     return out;
   }
 
@@ -600,17 +658,21 @@ public final class FaultInjection {
     }
 
     /**
-     * Waits (bounded) until every worker printed "STREAM id": created its communicator (a GPU one takes
-     * ~1 s to build) and entered its first collective; or ended the trial.
+     * Waits (bounded) until every worker announced entering call {@code call} of trial {@code id}
+     * ("CALL id i", i &gt;= call): created its communicator (a GPU one takes ~1 s to build) and reached
+     * that call; or ended the trial.
      */
-    private void awaitStream(String id, long deadline) {
+    private void awaitCall(String id, long call, long deadline) {
       for (Worker w : ws) {
-        while (System.nanoTime() < deadline && w.mark("STREAM", id) == null && w.mark("FAIL", id) == null
+        while (System.nanoTime() < deadline && w.lastCall(id) < call && w.mark("FAIL", id) == null
             && w.mark("DONE", id) == null && w.process.isAlive()) {
           LockSupport.parkNanos(500_000);
         }
       }
     }
+
+    /** The call every rank must have entered before the fault: kill, {@link Config#killGateCall}; the others, the first. */
+    private long gateCall(Fault f) { return f == Fault.KILL ? Math.max(0, cfg.killGateCall) : 0; }
 
     /**
      * Corrupt: waits (bounded) until the victim printed its CORRUPTED line; false when it ended its stream
@@ -654,7 +716,7 @@ public final class FaultInjection {
     /**
      * Starts the trial's fault communicator on every rank: RUN without a call limit (corrupt: a finite
      * stream, and the CORRUPT command to the victim first). When the fault is to land in the calls,
-     * waits until every rank entered its first call (corrupt: and until the victim wrote the flag); if a
+     * waits until every rank entered call {@link #gateCall} (corrupt: and until the victim wrote the flag); if a
      * rank raised before (a rendezvous timeout on a loaded host, say), lets every rank finish, and starts
      * over with a fresh communicator (the failure is counted and shown, not injected into). Returns the
      * id of the communicator to fault, or null when every attempt failed (counted as unexpected).
@@ -670,10 +732,11 @@ public final class FaultInjection {
         if (cor != null) ws[ts.victim()].send(cor.command(fid));  // before RUN: it is read first
         for (int r = 0; r < n; r++) ws[r].send(runCommand(fid, dir, r, n, ts.spec(), ts.seed(), cfg.timeoutMs, cfg, ts.calls(cfg)));
         if (!inCalls) return fid;
-        awaitStream(fid, System.nanoTime() + 60_000_000_000L);
+        long gate = gateCall(ts.fault());
+        awaitCall(fid, gate, System.nanoTime() + 60_000_000_000L);
         boolean streaming = true;
         // corrupt: a rank may already have raised because of the corruption, or finished its (finite) stream
-        for (Worker w : ws) streaming &= w.mark("STREAM", fid) != null && (cor != null || w.mark("FAIL", fid) == null);
+        for (Worker w : ws) streaming &= w.lastCall(fid) >= gate && (cor != null || w.mark("FAIL", fid) == null);
         if (streaming && cor != null) streaming = awaitCorruption(ws[ts.victim()], fid);
         if (streaming) return fid;
         // a rank raised (or never got there): every rank must raise too, within timeout + slack
@@ -718,7 +781,8 @@ public final class FaultInjection {
           ? String.format(Locale.ROOT, "[%s] %s corrupt: rank %d, at its call %d + %d us, writes %s %d into the flag rank %d reads:",
               id, spec.name(), victim, cor.atCall(), cor.delayMicros(), cor.ahead() ? "far ahead" : "behind", cor.value(), cor.peer())
           : String.format(Locale.ROOT, "[%s] %s %s rank %d after %d ms%s:", id, spec.name(),
-              fault.label(), victim, ts.delayNanos() / 1_000_000, cfg.faultAfterCreate || fault != Fault.KILL ? " in the calls" : ""));
+              fault.label(), victim, ts.delayNanos() / 1_000_000, fault == Fault.KILL && cfg.faultAfterCreate
+                  ? " once every rank entered call " + gateCall(fault) : cfg.faultAfterCreate || fault != Fault.KILL ? " in the calls" : ""));
       row.trials++;
       Set<String> before = ShmProbe.segments();
       Set<Long> pids = new HashSet<>();
@@ -733,6 +797,18 @@ public final class FaultInjection {
         v = ws[victim];
         for (Worker w : ws) pids.add(w.pid());
         if (cor == null) LockSupport.parkNanos(ts.delayNanos());  // (corrupt: the victim's helper picks the moment)
+        // kill: the call each rank had announced entering, read before the kill is sent, so written before it
+        long entered = Long.MAX_VALUE;
+        int behind = -1;
+        if (fault == Fault.KILL) {
+          for (int r = 0; r < n; r++) {
+            long c = ws[r].lastCall(fid);
+            if (c < entered) {
+              entered = c;
+              behind = r;
+            }
+          }
+        }
         long tFault = System.nanoTime();
         if (cor == null) row.faults++;
         boolean corrupted = false;
@@ -746,7 +822,18 @@ public final class FaultInjection {
             } else {
               row.victimsOk++;
             }
-            v.awaitOutputEnd(5_000);
+            boolean ended = v.awaitOutputEnd(5_000);
+            long landed = v.lastCall(fid);  // with its output read to the end: the last call it entered
+            if (entered >= gateCall(fault)) {
+              row.midCall++;
+              row.landedMin = Math.min(row.landedMin, landed);
+              row.landedMax = Math.max(row.landedMax, landed);
+              log.append(" mid-call: killed in its call ").append(landed).append(ended ? "" : " or a later one (output not ended)")
+                  .append(", every rank had entered call ").append(entered).append(" or a later one;");
+            } else {
+              log.append(" not shown mid-call: rank ").append(behind).append(entered < 0 ? " had announced no call"
+                  : " had announced only call " + entered).append(" before the kill;");
+            }
           }
           case PAUSE -> {
             ShmProbe.signal(v.pid(), "STOP");
@@ -988,6 +1075,7 @@ public final class FaultInjection {
         case "--slack-ms": c.slackMs = Long.parseLong(args[++i]); break;
         case "--max-delay-ms": c.maxKillDelayMs = Long.parseLong(args[++i]); break;
         case "--kill-after-create", "--fault-after-create": c.faultAfterCreate = true; break;
+        case "--kill-gate-call": c.killGateCall = Math.max(0, Integer.parseInt(args[++i])); break;
         case "--max-elems": c.maxElems = Integer.parseInt(args[++i]); break;
         case "--seed": c.seed = Long.parseLong(args[++i]); break;
         case "--backend": System.setProperty(WorkerMain.BACKEND_PROPERTY, args[++i]); break;
@@ -1028,7 +1116,7 @@ public final class FaultInjection {
     System.err.println(why);
     System.err.println("usage: FaultInjection [--ranks N] [--trials T] [--timeout-ms MS] [--slack-ms MS] [--max-delay-ms MS] "
         + "[--max-elems N] [--seed S] [--backend host|gpu] [--fault kill|pause|close|corrupt|kill,pause,close,corrupt] "
-        + "[--kill-after-create] [--parallel P] [--recovery-timeout-ms MS] [--pause-extra-ms MS] [--corrupt-max-call K] "
+        + "[--kill-after-create] [--kill-gate-call K] [--parallel P] [--recovery-timeout-ms MS] [--pause-extra-ms MS] [--corrupt-max-call K] "
         + "[--corrupt-tail-calls T] [--corrupt-max-delay-us D] [--quiet] [--no-vendor] [--rows allReduce_FLAT,allGather,...]");
     System.exit(2);
   }

@@ -20,11 +20,14 @@ public final class ShmProbe {
 
   public static final Path SHM = Paths.get("/dev/shm");
 
-  /** Names of the sparkcomms-* entries in /dev/shm (every user's). */
-  public static Set<String> segments() {
+  /** Names of the sparkcomms-* entries in /dev/shm (every user's, every program's). */
+  public static Set<String> segments() { return segments(SHM); }
+
+  /** Names of the sparkcomms-* entries in {@code dir}. */
+  public static Set<String> segments(Path dir) {
     Set<String> out = new TreeSet<>();
-    if (!Files.isDirectory(SHM)) return out;
-    try (Stream<Path> s = Files.list(SHM)) {
+    if (!Files.isDirectory(dir)) return out;
+    try (Stream<Path> s = Files.list(dir)) {
       s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("sparkcomms-")).forEach(out::add);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -57,6 +60,23 @@ public final class ShmProbe {
       return f.getInt(null);
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * A new directory of the caller's own for host segments, in /dev/shm (else the temp directory), mode
+   * 0755: others may enter it but not write it, as the backend requires of a segment directory, so what
+   * keeps another user out of a segment in it is the segment's own mode. Other programs' communicators
+   * neither create segments in it nor sweep it: they use their own directory (/dev/shm by default).
+   */
+  public static Path newSegmentDirectory(String prefix) {
+    Path base = Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : Paths.get(System.getProperty("java.io.tmpdir"));
+    try {
+      Path d = Files.createTempDirectory(base, prefix);
+      Files.setPosixFilePermissions(d, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+      return d;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create a segment directory in " + base, e);
     }
   }
 

@@ -40,7 +40,8 @@ import java.util.concurrent.TimeUnit;
  * communicator (AUTO with FP8 enabled, forced FLAT, TREE, LP; small staging areas so large calls are
  * chunked), in-place or not, sync or async. Each rank reports RSS (VmRSS) after set-up, after warm-up
  * and at the end with a fixed, pre-touched heap (so growth is off-heap: mappings, direct memory), its
- * segment mappings, descriptors and threads; the launcher counts /dev/shm entries before and after.
+ * segment mappings, descriptors and threads; the launcher looks for this run's /dev/shm entries after
+ * it (created by one of its ranks, by the creator record; other programs' come and go meanwhile).
  *
  * <pre>
  * launcher: SoakMain [--ranks 4] [--calls 100000] [--max-elems 262144] [--seed S] [--heap-mb 512]
@@ -65,8 +66,11 @@ public final class SoakMain {
   public static final class Result {
     public final List<Map<String, String>> ranks = new ArrayList<>();
     public final List<String> failures = new ArrayList<>();
+    /** Every program's sparkcomms-* entries in /dev/shm, before and after the run. */
     public Set<String> shmBefore;
     public Set<String> shmAfter;
+    /** This run's entries left in /dev/shm after it (see {@link #launch}). */
+    public Set<String> left;
     public long wallMs;
     public Config config;
 
@@ -79,8 +83,6 @@ public final class SoakMain {
       if (sum("wrong") > 0) p.add(sum("wrong") + " wrong element(s)");
       if (max("mapsAfterClose") > 0) p.add("segment mappings left after close");
       if (max("mappedAfterClose") > 0) p.add("mapped buffers left after close");
-      Set<String> left = new java.util.TreeSet<>(shmAfter);
-      left.removeAll(shmBefore);
       if (!left.isEmpty()) p.add("left in /dev/shm: " + left);
       for (Map<String, String> m : ranks) {
         if (Long.parseLong(m.get("calls")) != config.calls) p.add("rank " + m.get("rank") + " made " + m.get("calls") + " calls");
@@ -109,8 +111,9 @@ public final class SoakMain {
       }
       b.append("\nCalls per collective (each rank): ").append(kinds).append("; per algorithm: ").append(algos)
           .append("; async: ").append(ranks.isEmpty() ? "-" : ranks.get(0).get("async")).append('\n');
-      b.append(String.format(Locale.ROOT, "/dev/shm sparkcomms-* entries: %d before, %d after. %d ranks, sizes 1..%d elements, seed %d, wall %.0f s%n",
-          shmBefore.size(), shmAfter.size(), config.ranks, config.maxElems, config.seed, wallMs / 1000.0));
+      b.append(String.format(Locale.ROOT, "/dev/shm sparkcomms-* entries (any program's): %d before, %d after; this run's left: %d."
+              + " %d ranks, sizes 1..%d elements, seed %d, wall %.0f s%n",
+          shmBefore.size(), shmAfter.size(), left.size(), config.ranks, config.maxElems, config.seed, wallMs / 1000.0));
       return b.toString();
     }
 
@@ -174,15 +177,25 @@ public final class SoakMain {
       ShmProbe.deleteTree(dir);
     }
     res.shmAfter = ShmProbe.segments();
-    // an entry that is still there a few seconds later is ours to explain; another job's segment only
-    // exists for the moment its ranks take to map it
-    for (int i = 0; i < 30 && !Set.copyOf(res.shmBefore).containsAll(res.shmAfter); i++) {
+    // This run's: created by one of its ranks (a segment's first bytes are its creator's pid), or
+    // without that record yet and new. One without the record may be another program's, caught the
+    // moment it was created: it gets its record (or is gone) at once, so only what stays ours for 3 s counts.
+    Set<Long> pids = new java.util.HashSet<>();
+    for (Process p : ps) pids.add(p.pid());
+    res.left = new java.util.TreeSet<>();
+    for (String n : res.shmAfter) if (ours(n, pids, res.shmBefore)) res.left.add(n);
+    for (int i = 0; i < 30 && !res.left.isEmpty(); i++) {
       java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
-      Set<String> now = ShmProbe.segments();
-      res.shmAfter.retainAll(now);
+      res.left.removeIf(n -> !Files.exists(ShmProbe.SHM.resolve(n)) || !ours(n, pids, res.shmBefore));
     }
     res.wallMs = (System.nanoTime() - t0) / 1_000_000;
     return res;
+  }
+
+  /** Whether /dev/shm entry {@code name} was created by one of {@code pids}, or has no creator record and is not in {@code before}. */
+  private static boolean ours(String name, Set<Long> pids, Set<String> before) {
+    long pid = ShmProbe.creatorPid(ShmProbe.SHM.resolve(name));
+    return pid != 0 ? pids.contains(pid) : !before.contains(name);
   }
 
   private static String tail(List<String> lines) {

@@ -1,12 +1,15 @@
 package io.sparkcomms.collectives.reliability;
 
-import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.FileInputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -32,52 +35,127 @@ final class Worker implements AutoCloseable {
   /** First CREATED / STREAM / CLOSING / CORRUPTED / FAIL / DONE line of each trial id, by "KIND id": looked up without scanning the history. */
   private final java.util.Map<String, Line> marks = new java.util.concurrent.ConcurrentHashMap<>();
 
-  private Worker(Process p) {
+  /**
+   * The latest CALL line of each trial id. CALL lines go nowhere else (not to the history, not to the
+   * queue): a stream prints one per call, and a worker runs many trials.
+   */
+  private final java.util.Map<String, Long> calls = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * The file the worker's stdout and stderr go to. Not a pipe: when a process dies, the JDK's stream of
+   * its pipe (Process.getInputStream) can drop the last lines it wrote (JDK 17, a child writing a line
+   * every 20 us and killed with kill -9: a few lines missing in 1 of 20 kills), and what a killed rank
+   * wrote last is evidence (the call it died in). A file keeps every byte its write(2)s wrote, whatever
+   * happens to the writer afterwards.
+   */
+  private final Path output;
+
+  /** How long the reader sleeps when the file has nothing new and the worker still runs. */
+  private static final long POLL_NANOS = 500_000;
+
+  private Worker(Process p, Path output) {
     this.process = p;
+    this.output = output;
     this.stdin = new PrintWriter(new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8), true);
-    Thread t = new Thread(() -> {
-      try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String l; (l = r.readLine()) != null; ) {
-          history.add(l);
-          if (l.startsWith("READY")) {
-            synchronized (this) {
-              ready = true;
-              notifyAll();
-            }
-          } else if (l.startsWith("WARM ")) {  // "WARM ms" when the CUDA start-up worked, "WARM failed: ..." when not
-            synchronized (this) {
-              warm = l.matches("WARM \\d+");
-              notifyAll();
-            }
-          }
-          Line line = new Line(System.nanoTime(), l);
-          if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("CORRUPTED ")
-              || l.startsWith("FAIL ") || l.startsWith("DONE ")) {
-            String[] w = l.split(" ", 3);
-            if (w.length >= 2) marks.putIfAbsent(w[0] + " " + w[1], line);
-          }
-          lines.add(line);
-        }
-      } catch (IOException e) {
-        // process gone
-      }
-      outputEnded = true;
-      lines.add(new Line(System.nanoTime(), "EOF"));
-    }, "worker-reader-" + p.pid());
+    Thread t = new Thread(this::readOutput, "worker-reader-" + p.pid());
     t.setDaemon(true);
     t.start();
   }
 
-  /** Starts a worker JVM with this JVM's classpath. */
-  static Worker start() {
-    ProcessBuilder pb = new ProcessBuilder(ShmProbe.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-Xss4m",
-        "-D" + WorkerMain.BACKEND_PROPERTY + "=" + System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"),
-        "-D" + WorkerMain.VENDOR_PROPERTY + "=" + System.getProperty(WorkerMain.VENDOR_PROPERTY, "true"),
-        "-cp", System.getProperty("java.class.path"), WorkerMain.class.getName());
-    pb.redirectErrorStream(true);
-    try {
-      return new Worker(pb.start());
+  /**
+   * Follows the output file until the worker is gone and everything it wrote is read. Liveness is looked
+   * at before each read: a read that finds nothing new after the process was seen dead has read all it
+   * wrote. Only whole lines are handled; a last line without its newline is handled at the end.
+   */
+  private void readOutput() {
+    ByteArrayOutputStream partial = new ByteArrayOutputStream();
+    try (InputStream in = new FileInputStream(output.toFile())) {
+      byte[] buf = new byte[1 << 16];
+      while (true) {
+        boolean gone = !process.isAlive();
+        int k = in.read(buf);
+        if (k > 0) {
+          int from = 0;
+          for (int i = 0; i < k; i++) {
+            if (buf[i] != '\n') continue;
+            partial.write(buf, from, i - from);
+            onLine(partial.toString(StandardCharsets.UTF_8));
+            partial.reset();
+            from = i + 1;
+          }
+          partial.write(buf, from, k - from);
+        } else if (gone) {
+          break;
+        } else {
+          java.util.concurrent.locks.LockSupport.parkNanos(POLL_NANOS);
+        }
+      }
     } catch (IOException e) {
+      // unreadable: the output ends here
+    }
+    if (partial.size() > 0) onLine(partial.toString(StandardCharsets.UTF_8));
+    try {
+      Files.deleteIfExists(output);
+    } catch (IOException ignored) {
+      // best effort: a temp file
+    }
+    outputEnded = true;
+    lines.add(new Line(System.nanoTime(), "EOF"));
+  }
+
+  private void onLine(String l) {
+    if (l.startsWith("CALL ")) {  // one per call: only the latest of each trial is kept
+      String[] w = l.split(" ");
+      if (w.length == 3) {
+        try {
+          calls.put(w[1], Long.parseLong(w[2]));
+          return;
+        } catch (NumberFormatException e) {
+          // not an announcement: kept as an ordinary line
+        }
+      }
+    }
+    history.add(l);
+    if (l.startsWith("READY")) {
+      synchronized (this) {
+        ready = true;
+        notifyAll();
+      }
+    } else if (l.startsWith("WARM ")) {  // "WARM ms" when the CUDA start-up worked, "WARM failed: ..." when not
+      synchronized (this) {
+        warm = l.matches("WARM \\d+");
+        notifyAll();
+      }
+    }
+    Line line = new Line(System.nanoTime(), l);
+    if (l.startsWith("CREATED ") || l.startsWith("STREAM ") || l.startsWith("CLOSING ") || l.startsWith("CORRUPTED ")
+        || l.startsWith("FAIL ") || l.startsWith("DONE ")) {
+      String[] w = l.split(" ", 3);
+      if (w.length >= 2) marks.putIfAbsent(w[0] + " " + w[1], line);
+    }
+    lines.add(line);
+  }
+
+  /** Starts a worker JVM with this JVM's classpath. */
+  static Worker start() { return start(null); }
+
+  /** {@link #start()}; host backend: with its segments in {@code segmentDir} (null: the default, /dev/shm). */
+  static Worker start(Path segmentDir) {
+    List<String> cmd = new ArrayList<>(List.of(ShmProbe.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-Xss4m",
+        "-D" + WorkerMain.BACKEND_PROPERTY + "=" + System.getProperty(WorkerMain.BACKEND_PROPERTY, "host"),
+        "-D" + WorkerMain.VENDOR_PROPERTY + "=" + System.getProperty(WorkerMain.VENDOR_PROPERTY, "true")));
+    if (segmentDir != null) cmd.add("-D" + WorkerMain.SEGMENT_DIR_PROPERTY + "=" + segmentDir);
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), WorkerMain.class.getName()));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
+    pb.redirectErrorStream(true);
+    Path out = null;
+    try {
+      out = Files.createTempFile("sparkcomms-worker-", ".out");
+      out.toFile().deleteOnExit();  // (the reader deletes it once the worker is gone and read)
+      pb.redirectOutput(out.toFile());
+      return new Worker(pb.start(), out);
+    } catch (IOException e) {
+      if (out != null) out.toFile().delete();
       throw new UncheckedIOException("cannot start a worker JVM", e);
     }
   }
@@ -86,6 +164,16 @@ final class Worker implements AutoCloseable {
 
   /** The first line {@code kind id ...} (kind CREATED, STREAM, CLOSING, CORRUPTED, FAIL or DONE) read so far, or null. */
   Line mark(String kind, String id) { return marks.get(kind + " " + id); }
+
+  /**
+   * The latest (highest) call index of trial {@code id} this worker announced ("CALL id i") and the parent
+   * read so far, or -1. Lines are read in order and the worker writes each one before it starts the call, so the
+   * rank had entered that call when this returns it. Once the output ended (a killed rank, {@link
+   * #awaitOutputEnd}), it is the last call the rank entered.
+   */
+  long lastCall(String id) {
+    return calls.getOrDefault(id, -1L);
+  }
 
   /** Waits (bounded) until the reader saw the end of the process's output: every line it printed is read. */
   boolean awaitOutputEnd(long millis) {

@@ -47,7 +47,9 @@ import java.util.concurrent.locks.LockSupport;
  * </pre>
  *
  * Events on stdout: {@code READY pid}, {@code SEG id path} (the segment rank 0 published),
- * {@code CREATED id ok prevclose ms} (ms: how long this process's previous communicator close took, -1 if none), {@code STREAM id first-call} (right before the first collective), {@code WRONG id detail},
+ * {@code CREATED id ok prevclose ms} (ms: how long this process's previous communicator close took, -1 if none), {@code STREAM id first-call} (right before the first collective),
+ * {@code CALL id i} (right before checked call i, from 0 on: its inputs, the collective, its check; flushed
+ * before the call starts, so a parent that read it knows this rank had entered call i), {@code WRONG id detail},
  * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
  * {@code CORRUPTED id ok at nanos calls i peer p value v} (the helper's write; nanos: System.nanoTime()
  * right before it, i: the RUN's call index then) or {@code CORRUPTED id failed: ...},
@@ -69,6 +71,12 @@ public final class WorkerMain {
   /** System property: "false" builds GPU communicators without the vendor (NCCL/RCCL) communicator. */
   public static final String VENDOR_PROPERTY = "sparkcomms.fi.vendor";
   private static final boolean VENDOR = !"false".equals(System.getProperty(VENDOR_PROPERTY));
+  /**
+   * System property: host backend, the directory for the segments ({@link Internals#createHost}) instead
+   * of the default (/dev/shm); a test that owns the directory knows every file in it is its own.
+   */
+  public static final String SEGMENT_DIR_PROPERTY = "sparkcomms.fi.segmentDir";
+  private static final String SEGMENT_DIR = System.getProperty(SEGMENT_DIR_PROPERTY);
 
   public static void main(String[] args) throws Exception {
     out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
@@ -185,7 +193,8 @@ public final class WorkerMain {
       rv = new Recording(new FileRendezvous(Paths.get(a[2]), rank, size), id);
       // Host: the backend directly (Comms.create would first agree on settings across ranks, and a
       // lone rank 0 would then never create its segment, which the stale-segment tests need).
-      c = GPU ? Comms.create(rv, o, rank % gpuCount()) : HostCommunicator.create(rv, o);
+      c = GPU ? Comms.create(rv, o, rank % gpuCount())
+          : SEGMENT_DIR == null ? HostCommunicator.create(rv, o) : Internals.createHost(rv, o, Paths.get(SEGMENT_DIR));
       COMM_LOCK.lock();
       try {
         live = c;
@@ -213,6 +222,7 @@ public final class WorkerMain {
         Corrupt cr = corruptRequest;
         if (corrupter == null && cr != null && cr.id().equals(id) && i >= cr.atCall()) corrupter = startCorrupter(cr, c, rank);
         if (i == 0) out.println("STREAM " + id + " first-call");  // entering the first collective
+        out.println("CALL " + id + " " + i);  // written before call i starts: a reader that has it knows this rank reached call i
         String what = CallMix.call(ck, c, kind, lp, rnd, maxElems);
         if (ck.failures().size() > reported) {
           out.println("WRONG " + id + " call " + i + " " + what + ": " + ck.failures().get(reported));

@@ -7,13 +7,14 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * CI-sized fault injection: kill -9 of a random rank process at a random moment, two trials per
- * collective (allReduce FLAT/TREE/LP, allGather, reduceScatter, allToAll, broadcast, allToAllV,
- * barrier); and one trial each of kill, pause (SIGSTOP beyond the timeout) and close (a rank detaches
- * mid-stream), two at once; and four trials each of corrupt (a rank overwrites the barrier flag a peer
- * reads for its arrivals, far ahead or behind) on allReduce TREE, allToAllV and barrier, two at once. The
- * standalone runner ({@link FaultInjection#main}) does the same with 100+
- * trials per collective.
+ * CI-sized fault injection: kill -9 of a random rank process at a random moment of its stream of calls
+ * (a random delay after every rank announced entering its call 1), two trials per collective
+ * (allReduce FLAT/TREE/LP, allGather, reduceScatter, allToAll, broadcast, allToAllV, barrier), each of
+ * which must be shown to have landed mid-call; and one trial each of kill, pause (SIGSTOP beyond the
+ * timeout) and close (a rank detaches mid-stream), two at once; and four trials each of corrupt (a rank
+ * overwrites the barrier flag a peer reads for its arrivals, far ahead or behind) on allReduce TREE,
+ * allToAllV and barrier, two at once. The standalone runner ({@link FaultInjection#main}) does the same
+ * with 100+ trials per collective.
  */
 class FaultInjectionTest {
   /** 3 ranks, small calls, progress on stdout. */
@@ -39,12 +40,25 @@ class FaultInjectionTest {
     return s;
   }
 
+  /** Every kill of a kill row landed mid-call: every rank had announced entering the gate call or a later one before it. */
+  private static void assertKillsMidCall(FaultInjection.Summary s, FaultInjection.Config c) {
+    for (FaultInjection.Row r : s.rows) {
+      if (r.fault != FaultInjection.Fault.KILL) continue;
+      assertEquals(r.faults, r.midCall, r.label() + ": kills not shown to land mid-call\n" + s.table());
+      assertEquals(r.faults, r.inStream, r.label() + "\n" + s.table());
+      assertEquals(0, r.killsDuringCreate, r.label() + "\n" + s.table());
+      assertTrue(r.landedMin >= c.killGateCall, r.label() + ": killed in call " + r.landedMin + "\n" + s.table());
+    }
+  }
+
   @Test
   void killedRanksNeverCauseHangsWrongResultsOrLeaks() {
     FaultInjection.Config c = config(2, 2_000, 2_000);
+    c.faultAfterCreate = true;  // the delay starts once every rank entered call c.killGateCall
     c.maxKillDelayMs = 250;
     FaultInjection.Summary s = runClean(c);
     assertEquals(2 * FaultInjection.ROWS.size(), s.total(r -> r.faults));
+    assertKillsMidCall(s, c);
     assertEquals(s.total(r -> r.survivors), s.total(r -> r.survivorsRaised), s.table());
   }
 
@@ -62,6 +76,8 @@ class FaultInjectionTest {
     assertEquals(3, s.total(r -> r.faults));
     assertEquals(3, s.total(r -> r.victimsOk), s.table());
     assertEquals(s.total(r -> r.survivors), s.total(r -> r.survivorsRaised), s.table());
+    assertEquals(FaultInjection.Fault.KILL, s.rows.get(0).fault);
+    assertKillsMidCall(s, c);
     FaultInjection.Row pause = s.rows.get(1);
     assertEquals(FaultInjection.Fault.PAUSE, pause.fault);
     assertEquals(1, pause.timeoutTrials, s.table());

@@ -10,7 +10,6 @@ import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
-import io.sparkcomms.collectives.host.HostCommunicator;
 import io.sparkcomms.collectives.liveness.ProcessId;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
@@ -27,17 +26,34 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
  * Isolation of a communicator's memory: the segment file is 0600 with a 128-bit random name, another
- * Unix user cannot open it, and it is gone from /dev/shm once every rank mapped it (so nothing can
+ * Unix user cannot open it, and it is gone from its directory once every rank mapped it (so nothing can
  * attach afterwards); a crashed job leaves nothing behind, and a creator killed during creation — the
  * only window where the name exists — leaves a stale file that the sweep a later start begins removes.
+ *
+ * <p>Every communicator here keeps its segments in a directory of the test's own under /dev/shm
+ * ({@link ShmProbe#newSegmentDirectory}, through the backend's package-private directory parameter),
+ * so each file found there is this test's, whatever other programs on the host do in /dev/shm (their
+ * segments come and go there, and their sweeps remove stale files there, not here).
  */
 class IsolationTest {
   private final List<Worker> workers = new ArrayList<>();
   private final List<Path> dirs = new ArrayList<>();
+
+  /** A segment directory of this test's own, removed after the test. */
+  private Path segmentDirectory() {
+    Path d = ShmProbe.newSegmentDirectory("sc-isolation-");
+    dirs.add(d);
+    return d;
+  }
+
+  private static Communicator create(InJvmRendezvous.Group grp, int rank, long timeoutMs, Path dir) {
+    return Internals.createHost(grp.member(rank), opts(timeoutMs), dir);
+  }
 
   @AfterEach void tearDown() {
     workers.forEach(Worker::close);
@@ -49,11 +65,11 @@ class IsolationTest {
         .timeout(Duration.ofMillis(timeoutMs)).build();
   }
 
-  /** Waits for a sparkcomms-* entry that is not in {@code before}. */
-  private static String awaitNewSegment(Set<String> before, long millis) {
+  /** Waits for a sparkcomms-* entry in {@code dir} that is not in {@code before}. */
+  private static String awaitNewSegment(Path dir, Set<String> before, long millis) {
     long until = System.nanoTime() + millis * 1_000_000L;
     while (System.nanoTime() < until) {
-      Set<String> now = ShmProbe.segments();
+      Set<String> now = ShmProbe.segments(dir);
       now.removeAll(before);
       if (!now.isEmpty()) return now.iterator().next();
       LockSupport.parkNanos(2_000_000);
@@ -63,19 +79,18 @@ class IsolationTest {
 
   @Test
   void theSegmentIsPrivateUnguessableAndUnlinkedOnceAllRanksMappedIt() throws Exception {
-    Set<String> before = ShmProbe.segments();
+    Path dir = segmentDirectory();
     long mappingsBefore = ShmProbe.segmentMappings();
     InJvmRendezvous.Group grp = InJvmRendezvous.group(2);
-    CompletableFuture<Communicator> c0 = CompletableFuture.supplyAsync(() -> HostCommunicator.create(grp.member(0), opts(30_000)));
+    CompletableFuture<Communicator> c0 = CompletableFuture.supplyAsync(() -> create(grp, 0, 30_000, dir));
     // rank 0 created the file and waits for rank 1: the only time the name exists
-    String name = awaitNewSegment(before, 10_000);
+    String name = awaitNewSegment(dir, Set.of(), 10_000);
     assertNotNull(name, "rank 0 did not create a segment");
     assertTrue(name.matches("sparkcomms-[0-9a-f]{32}"), "not a 128-bit random name: " + name);
-    Path p = ShmProbe.SHM.resolve(name);
+    Path p = dir.resolve(name);
     assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
     assertEquals(System.getProperty("user.name"), Files.getOwner(p).getName());
-    otherUserCannotOpen(p);
-    Communicator c1 = HostCommunicator.create(grp.member(1), opts(30_000));
+    Communicator c1 = create(grp, 1, 30_000, dir);
     Communicator r0 = c0.get(30, TimeUnit.SECONDS);
     assertFalse(Files.exists(p), "the name must be removed once every rank mapped the file");
     // the ranks still share the (now nameless) memory
@@ -94,31 +109,90 @@ class IsolationTest {
     assertEquals(mappingsBefore, ShmProbe.segmentMappings(), "mappings left after close");
   }
 
-  /** As root, runs cat as nobody (uid 65534): the 0600 file must not be readable by another user. */
-  private static void otherUserCannotOpen(Path p) throws Exception {
-    if (!"root".equals(System.getProperty("user.name")) || !Files.isExecutable(Path.of("/usr/bin/setpriv"))) {
-      System.out.println("skipping the other-user check: needs root and setpriv");
-      return;
+  /**
+   * Another Unix user cannot read the 0600 segment file while its name exists (rank 0 waiting for rank
+   * 1), though it can enter the directory and read a 0644 file there: the refusal is the segment's mode.
+   * Runs cat as that user: as root through setpriv (uid and gid 65534), else through sudo -n -u nobody
+   * where this user may; skipped, saying why, where neither works.
+   */
+  @Test
+  void anotherUserCannotReadTheSegment() throws Exception {
+    List<String> asOther = otherUserCommand();
+    Path dir = segmentDirectory();
+    Path control = dir.resolve("control");
+    Files.writeString(control, "readable\n");
+    Files.setPosixFilePermissions(control, PosixFilePermissions.fromString("rw-r--r--"));
+    Run ok = runAs(asOther, control);
+    assertTrue(ok.exit == 0 && ok.out.contains("readable"),
+        "the other user cannot read a 0644 file in the segment directory, so a refusal would prove nothing: " + ok);
+    InJvmRendezvous.Group grp = InJvmRendezvous.group(2);
+    CompletableFuture<Communicator> c0 = CompletableFuture.supplyAsync(() -> create(grp, 0, 30_000, dir));
+    try {
+      String name = awaitNewSegment(dir, Set.of("control"), 10_000);
+      assertNotNull(name, "rank 0 did not create a segment");
+      Run denied = runAs(asOther, dir.resolve(name));
+      assertNotEquals(0, denied.exit, "another user could read the segment: " + denied);
+      assertTrue(denied.out.contains("Permission denied"), denied.toString());
+    } finally {
+      create(grp, 1, 30_000, dir).close();
+      c0.get(30, TimeUnit.SECONDS).close();
     }
-    Process q = new ProcessBuilder("/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", p.toString())
-        .redirectErrorStream(true).start();
+  }
+
+  /** A command's exit status and output. */
+  private record Run(int exit, String out) {}
+
+  /** Runs {@code cat file} with the command prefix {@code asOther}. */
+  private static Run runAs(List<String> asOther, Path file) throws Exception {
+    List<String> cmd = new ArrayList<>(asOther);
+    cmd.addAll(List.of("cat", file.toString()));
+    Process q = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     String out = new String(q.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(q.waitFor(10, TimeUnit.SECONDS));
-    assertNotEquals(0, q.exitValue(), "another user could read the segment: " + out);
-    assertTrue(out.contains("Permission denied"), out);
+    assertTrue(q.waitFor(10, TimeUnit.SECONDS), "timed out: " + cmd);
+    return new Run(q.exitValue(), out.trim());
+  }
+
+  /**
+   * A command prefix that runs a program as another Unix user: as root, setpriv to uid and gid 65534;
+   * else (or without setpriv) sudo -n -u nobody, if {@code sudo -n -u nobody true} succeeds. Otherwise
+   * the test is skipped, with the reason.
+   */
+  private static List<String> otherUserCommand() throws Exception {
+    int uid = (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+    boolean setpriv = Files.isExecutable(Path.of("/usr/bin/setpriv"));
+    if (uid == 0 && setpriv) return List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups");
+    List<String> sudo = List.of("sudo", "-n", "-u", "nobody");
+    String sudoFailure = null;  // why sudo cannot, or null
+    try {
+      List<String> probe = new ArrayList<>(sudo);
+      probe.add("true");
+      Process q = new ProcessBuilder(probe).redirectErrorStream(true).start();
+      String out = new String(q.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+      if (!q.waitFor(10, TimeUnit.SECONDS)) {
+        q.destroyForcibly();
+        sudoFailure = "did not finish within 10 s";
+      } else if (q.exitValue() != 0) {
+        sudoFailure = "exited " + q.exitValue() + (out.isEmpty() ? "" : ": " + out);
+      }
+    } catch (java.io.IOException e) {
+      sudoFailure = "cannot run: " + e.getMessage();
+    }
+    Assumptions.assumeTrue(sudoFailure == null, "no way to run a command as another user: "
+        + (uid == 0 ? "root, but no /usr/bin/setpriv" : "not root (uid " + uid + ")") + "; sudo -n -u nobody true " + sudoFailure);
+    return sudo;
   }
 
   @Test
   void segmentNamesAreDistinctAcrossCommunicators() throws Exception {
+    Path dir = segmentDirectory();
     Set<String> names = new HashSet<>();
     for (int i = 0; i < 8; i++) {
-      Set<String> before = ShmProbe.segments();
       InJvmRendezvous.Group grp = InJvmRendezvous.group(2);
-      CompletableFuture<Communicator> c0 = CompletableFuture.supplyAsync(() -> HostCommunicator.create(grp.member(0), opts(30_000)));
-      String name = awaitNewSegment(before, 10_000);
+      CompletableFuture<Communicator> c0 = CompletableFuture.supplyAsync(() -> create(grp, 0, 30_000, dir));
+      String name = awaitNewSegment(dir, names, 10_000);
       assertNotNull(name);
       names.add(name);
-      HostCommunicator.create(grp.member(1), opts(30_000)).close();
+      create(grp, 1, 30_000, dir).close();
       c0.get(30, TimeUnit.SECONDS).close();
     }
     assertEquals(8, names.size());
@@ -127,9 +201,9 @@ class IsolationTest {
   @Test
   void aJobKilledWhileRunningLeavesNothingInDevShm() {
     int n = 3;
-    for (int r = 0; r < n; r++) workers.add(Worker.start());
+    Path dir = segmentDirectory();
+    for (int r = 0; r < n; r++) workers.add(Worker.start(dir));
     for (Worker w : workers) assertTrue(w.awaitReady(60_000), w.tail());
-    Set<String> before = ShmProbe.segments();
     Path d = FileRendezvous.createDirectory();
     dirs.add(d);
     for (int r = 0; r < n; r++) workers.get(r).send("RUN k " + d + " " + r + " " + n + " ALL_REDUCE AUTO 3 30000 65536 100000 -1");
@@ -146,17 +220,18 @@ class IsolationTest {
     PauseCorruptDetachTest.sleep(300); // mid-stream of allReduces
     for (Worker w : workers) w.kill();
     for (Worker w : workers) assertTrue(w.waitDead(10_000));
+    assertEquals(dir, Path.of(seg).getParent());
     assertFalse(Files.exists(Path.of(seg)), "segment left behind: " + seg);
-    Set<String> now = ShmProbe.segments();
-    now.removeAll(before);
-    assertTrue(now.isEmpty(), "left in /dev/shm: " + now);
+    Set<String> now = ShmProbe.segments(dir);
+    assertTrue(now.isEmpty(), "left in " + dir + ": " + now);
     assertTrue(workers.stream().noneMatch(w -> w.process.isAlive()));
   }
 
   @Test
   void aCreatorKilledDuringCreationLeavesAStaleFileThatTheNextStartRemoves() throws Exception {
     // rank 0 of 2 alone: it creates the segment and waits (60 s) for a rank 1 that never comes
-    Worker w = Worker.start();
+    Path dir = segmentDirectory();
+    Worker w = Worker.start(dir);
     workers.add(w);
     assertTrue(w.awaitReady(60_000), w.tail());
     Path d = FileRendezvous.createDirectory();
@@ -165,16 +240,17 @@ class IsolationTest {
     Worker.Line seg = w.await("SEG s ", System.nanoTime() + 30_000_000_000L);
     assertNotNull(seg, w.tail());
     Path p = Path.of(seg.words()[2]);
+    assertEquals(dir, p.getParent());
     assertTrue(Files.exists(p));
     // while its creator lives, another job's start leaves it alone
-    HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close();
+    create(InJvmRendezvous.group(1), 0, 5_000, dir).close();
     Internals.awaitSweep();  // a creation starts the sweep and does not wait for it
     assertTrue(Files.exists(p), "a live creator's segment was removed");
     w.kill();
     assertTrue(w.waitDead(10_000));
     assertTrue(Files.exists(p), "expected the crashed creator's file to be left behind");
-    // the next communicator created on this host (any job of this user) removes it
-    HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close();
+    // the next communicator created in that directory (any job of this user) removes it
+    create(InJvmRendezvous.group(1), 0, 5_000, dir).close();
     Internals.awaitSweep();
     assertFalse(Files.exists(p), "stale segment of a crashed job was not cleaned up at the next start");
   }
@@ -186,16 +262,17 @@ class IsolationTest {
     long deadPid = gone.pid();
     ProcessHandle me = ProcessHandle.current();
     long myStart = me.info().startInstant().map(java.time.Instant::toEpochMilli).orElse(0L);
-    Path deadCreator = fakeSegment(deadPid, 0);
-    Path liveCreator = fakeSegment(me.pid(), myStart);
-    Path reusedPid = fakeSegment(me.pid(), myStart - 3_600_000); // this pid, but a process that started an hour earlier
+    Path dir = segmentDirectory();
+    Path deadCreator = fakeSegment(dir, deadPid, 0);
+    Path liveCreator = fakeSegment(dir, me.pid(), myStart);
+    Path reusedPid = fakeSegment(dir, me.pid(), myStart - 3_600_000); // this pid, but a process that started an hour earlier
     // a start time recorded by another JVM may be off by the boot-time rounding: still this process
-    Path liveCreatorNear = fakeSegment(me.pid(), myStart + 500);
-    Path liveCreatorNoStart = fakeSegment(me.pid(), 0);  // start unknown: judged by pid alone
+    Path liveCreatorNear = fakeSegment(dir, me.pid(), myStart + 500);
+    Path liveCreatorNoStart = fakeSegment(dir, me.pid(), 0);  // start unknown: judged by pid alone
     // a creator of another PID namespace: its pid means nothing here, so it is never judged
-    Path otherNamespace = fakeSegment(deadPid, 0, ProcessId.current().pidNamespace() + 1);
-    Path freshNoRecord = fakeSegment(-1, 0);
-    Path oldNoRecord = fakeSegment(-1, 0);
+    Path otherNamespace = fakeSegment(dir, deadPid, 0, ProcessId.current().pidNamespace() + 1);
+    Path freshNoRecord = fakeSegment(dir, -1, 0);
+    Path oldNoRecord = fakeSegment(dir, -1, 0);
     Files.setLastModifiedTime(oldNoRecord, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 60_000));
     // a creator killed but not reaped (a zombie: ProcessHandle still calls it alive) cannot unlink its file
     Process parent = new ProcessBuilder("sh", "-c", "sleep 600 & echo $!; exec sleep 600").redirectErrorStream(true).start();
@@ -203,12 +280,17 @@ class IsolationTest {
     try {
       long zpid = Long.parseLong(new java.io.BufferedReader(new java.io.InputStreamReader(parent.getInputStream())).readLine().trim());
       ProcessHandle z = ProcessHandle.of(zpid).orElseThrow();
-      zombieCreator = fakeSegment(zpid, z.info().startInstant().orElseThrow().toEpochMilli());
+      zombieCreator = fakeSegment(dir, zpid, z.info().startInstant().orElseThrow().toEpochMilli());
+      // the shell must have become the parent sleep first: a shell that still runs reaps its dead child
+      for (long t = System.nanoTime(); System.nanoTime() - t < 5_000_000_000L
+          && !parent.info().command().map(c -> c.endsWith("/sleep")).orElse(false); ) {
+        Thread.sleep(5);
+      }
       z.destroyForcibly();
       long t0 = System.nanoTime();
       while (!ProcessId.zombie(zpid) && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
       assertTrue(ProcessId.zombie(zpid), "the killed child is a zombie");
-      HostCommunicator.create(InJvmRendezvous.group(1).member(0), opts(5_000)).close(); // the next start sweeps
+      create(InJvmRendezvous.group(1), 0, 5_000, dir).close(); // the next start in that directory sweeps it
       Internals.awaitSweep();
       assertFalse(Files.exists(deadCreator), "file of a dead creator kept");
       assertFalse(Files.exists(reusedPid), "file of a creator whose pid was reused kept");
@@ -228,15 +310,15 @@ class IsolationTest {
     }
   }
 
-  /** A 0600 sparkcomms-* file with a creator record (pid, start ms, this PID namespace), or an empty one for pid &lt; 0. */
-  private static Path fakeSegment(long pid, long startMillis) throws Exception {
-    return fakeSegment(pid, startMillis, ProcessId.current().pidNamespace());
+  /** A 0600 sparkcomms-* file in {@code dir} with a creator record (pid, start ms, this PID namespace), or an empty one for pid &lt; 0. */
+  private static Path fakeSegment(Path dir, long pid, long startMillis) throws Exception {
+    return fakeSegment(dir, pid, startMillis, ProcessId.current().pidNamespace());
   }
 
-  private static Path fakeSegment(long pid, long startMillis, long namespace) throws Exception {
+  private static Path fakeSegment(Path dir, long pid, long startMillis, long namespace) throws Exception {
     byte[] token = new byte[16];
     new java.security.SecureRandom().nextBytes(token);
-    Path p = ShmProbe.SHM.resolve("sparkcomms-" + java.util.HexFormat.of().formatHex(token));
+    Path p = dir.resolve("sparkcomms-" + java.util.HexFormat.of().formatHex(token));
     Files.createFile(p, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
     if (pid >= 0) {
       java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(24).order(java.nio.ByteOrder.nativeOrder())
