@@ -26,6 +26,8 @@ public final class CommOptions {
    */
   public static final long BACKEND_DEFAULT = -1;
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
+  /** Largest byte threshold (flatMaxBytes, treeMaxBytes, lpMinBytes): 2^48, as in the native parameter table. */
+  public static final long MAX_THRESHOLD_BYTES = 1L << 48;
 
   private final Backend backend;
   private final Algorithm algorithm;
@@ -197,14 +199,16 @@ public final class CommOptions {
     }
     public Builder lpMinBytes(long v) { this.lpMinBytes = nonNegative("lpMinBytes", v); return this; }
     public Builder fp8Format(Fp8Format f) { this.fp8Format = f; return this; }
+    /** Elements per FP8 scale block: 4..65536 and a multiple of 4, on both backends (the GPU's range). */
     public Builder lpBlockSize(int v) {
-      if (v < 1 || v > (1 << 20)) throw new IllegalArgumentException("lpBlockSize must be in 1..2^20, got " + v);
+      if (v < 4 || v > 65536 || v % 4 != 0) throw new IllegalArgumentException("lpBlockSize must be a multiple of 4 in 4..65536, got " + v);
       this.lpBlockSize = v;
       return this;
     }
     /** Largest rank count whose LP allReduce is one-shot (0: always two-shot). */
+    /** 0..64 (the host backend's rank limit); the GPU backend takes 0..8 and refuses more at creation. */
     public Builder lpOneShotMaxRanks(int v) {
-      if (v < 0) throw new IllegalArgumentException("lpOneShotMaxRanks must be >= 0, got " + v);
+      if (v < 0 || v > 64) throw new IllegalArgumentException("lpOneShotMaxRanks must be in 0..64, got " + v);
       this.lpOneShotMaxRanks = v;
       return this;
     }
@@ -256,8 +260,9 @@ public final class CommOptions {
       return new CommOptions(this);
     }
 
+    /** A byte threshold: 0..2^48, the range the native parameter table takes (core/params.def). */
     private static long nonNegative(String name, long v) {
-      if (v < 0) throw new IllegalArgumentException(name + " must be >= 0, got " + v);
+      if (v < 0 || v > MAX_THRESHOLD_BYTES) throw new IllegalArgumentException(name + " must be in 0..2^48, got " + v);
       return v;
     }
 

@@ -105,4 +105,20 @@ class CommOptionsTest {
       assertThrows(IllegalArgumentException.class, () -> Sizes.parseBytes(bad), bad);
     }
   }
+
+  /** Values the native parameter table refuses are refused here too, before any rank starts. */
+  @org.junit.jupiter.api.Test
+  void rangesMatchTheNativeParameterTable() {
+    CommOptions.Builder b = CommOptions.builder();
+    for (int bad : new int[] {0, 1, 3, 6, 65540, 1 << 20}) {
+      org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> b.lpBlockSize(bad), "lpBlockSize " + bad);
+    }
+    org.junit.jupiter.api.Assertions.assertEquals(65536, CommOptions.builder().lpBlockSize(65536).build().lpBlockSize());
+    org.junit.jupiter.api.Assertions.assertEquals(4, CommOptions.builder().lpBlockSize(4).build().lpBlockSize());
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> b.lpOneShotMaxRanks(65));
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> b.flatMaxBytes((1L << 48) + 1));
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> b.treeMaxBytes(Long.MAX_VALUE));
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> b.lpMinBytes(1L << 50));
+    org.junit.jupiter.api.Assertions.assertEquals(1L << 48, CommOptions.builder().flatMaxBytes(1L << 48).build().flatMaxBytes());
+  }
 }

@@ -110,6 +110,14 @@ class SettingValuesTest {
         assertTrue(e.getMessage().contains(name), r + ": " + e.getMessage());
         continue;
       }
+      if (r.kind().equals("size") && !r.expected().equals("DEFAULT")
+          && Long.parseLong(r.expected()) > CommOptions.MAX_THRESHOLD_BYTES) {
+        // well-formed, but above the thresholds' range (the native table's too): an error naming it
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> CommOptions.builder().applyEnvironment(env), r.toString());
+        assertTrue(e.getMessage().contains(name) && e.getMessage().contains("2^48"), r + ": " + e.getMessage());
+        continue;
+      }
       CommOptions o = CommOptions.builder().applyEnvironment(env).build();
       if (r.kind().equals("size")) {
         long want = r.expected().equals("DEFAULT") ? defaults.lpMinBytes() : Long.parseLong(r.expected());

@@ -79,9 +79,9 @@ public final class SparkCommsConf {
   public static final Entry FP8_FORMAT = entry("fp8Format", "(device)",
       "FP8 wire format: `e4m3fn` or `e4m3fnuz`; unset chooses from the device (E4M3FNUZ on gfx942). Env: `SPARKCOMMS_FP8_FORMAT`.");
   public static final Entry LP_BLOCK_SIZE = entry("lpBlockSize", "(backend)",
-      "Elements per FP8 scale. Unset: host " + Thresholds.LP_BLOCK_SIZE + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
+      "Elements per FP8 scale: a multiple of 4 in 4..65536. Unset: host " + Thresholds.LP_BLOCK_SIZE + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_BLOCK_SIZE`.");
   public static final Entry LP_ONESHOT_MAX_RANKS = entry("lpOneShotMaxRanks", "(backend)",
-      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Both backends. Unset: host " + Thresholds.LP_ONESHOT_MAX_RANKS + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
+      "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Both backends: 0..64 (the GPU takes 0..8). Unset: host " + Thresholds.LP_ONESHOT_MAX_RANKS + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
   public static final Entry STAGING_BYTES = entry("stagingBytes", "(backend)",
       "Per-rank staging buffer; larger messages are processed in chunks. Unset: host " + Sizes.format(Thresholds.STAGING_BYTES) + "; GPU: the native library's default. Env: `SPARKCOMMS_STAGING_BYTES`.");
 
