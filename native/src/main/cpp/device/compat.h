@@ -313,8 +313,8 @@ SC_DEV uint16_t sc_f2bf(float f) {
 // quieted bits instead of the rounding sum. `x != x` needs IEEE compares: no -ffast-math here.
 // This form ran fastest in the one-shots (2x H200): about 0.04 us per op at 256 KB
 // ahead of two sc_f2bf calls. A hardware cvt.rn.bf16x2.f32 (same bits for every non-NaN input,
-// checked over all 2^32 on the H200) was slower, as was any out-of-line NaN path: keep calls out
-// of the reduction.
+// checked over all 2^32 on the H200) is slower, and so is any out-of-line NaN path: keep calls out
+// of the reduction (docs/design.md).
 SC_DEV uint32_t sc_bf_round_word(float f) {  // upper 16 bits = the bf16 of f; lower bits are junk
   const uint32_t u = __float_as_uint(f);
   return f != f ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u);

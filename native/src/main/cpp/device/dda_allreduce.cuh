@@ -7,9 +7,10 @@
 //
 // NR (flat, LL and Lamport one-shots): the rank count when fixed at compile time. The host launches
 // NR = 2 for two ranks, where the rank loops and the reduction unroll to straight code, and NR = 0
-// (c.nranks, loops up to SC_MAX_RANKS) otherwise. Same results, faster code (2x H200,
-// bench/RESULTS.md). MAXR bounds the push loops; the per-rank arrays keep SC_MAX_RANKS entries (the
-// shape sc_reduce_packs takes), and their loops test q < n, which folds away when n is constant.
+// (c.nranks, loops up to SC_MAX_RANKS) otherwise. Same results, faster code (2x H200, Lamport
+// 256 KB 3.49-3.53 us against 3.88-3.89; docs/design.md). MAXR bounds the push loops; the per-rank
+// arrays keep SC_MAX_RANKS entries (the shape sc_reduce_packs takes), and their loops test q < n,
+// which folds away when n is constant.
 #pragma once
 
 #include "dda_types.cuh"
@@ -22,8 +23,9 @@
 // Prologue of the one-shot kernels: the PDL wait (the previous kernel may have written `send`), then
 // this thread's first input unit, and only then sc_kernel_begin's `failed` check (called with
 // wait = false: the wait is done). Loading before the check stores nothing, so stopping after it
-// is as safe as before; the two loads are in flight together instead of one after the other, and
-// the unit is kept for phase 2 instead of being loaded again after the peers' data arrived.
+// is safe; the two loads are in flight together, and the unit is kept for phase 2 rather than
+// loaded again after the peers' data arrived (2x H200, 8 KB 2.93-3.03 us against 3.18-3.24 with
+// the check first; docs/design.md).
 template <int DT>
 SC_DEV uint4 sc_load_first(const typename ScType<DT>::T* send, size_t t0, size_t units, size_t count, bool al) {
   sc_pdl_wait();

@@ -139,7 +139,7 @@ SC_DEV void sc_store_unit(typename ScType<DT>::T* base, size_t u, size_t count, 
 // bf16 packs, word by word: a 32-bit word holds elements 2i (low half) and 2i+1 (high half); each
 // widens to fp32 by a shift or a mask, and both results go back into one word (sc_f2bf2). Same
 // order and rounding as the element path below (PREMUL: which product a compiler fuses with the
-// add may differ between compilers: a HIP-only caveat, see bench/RESULTS.md). It runs on the
+// add may differ between compilers: a HIP-only caveat, see docs/design.md). It runs on the
 // one-shots' critical path, after the last peer unit arrives. At 256 KB (2x H200) the element
 // path made bf16 0.08-0.14 us per op slower than fp32; with this path the gap is 0.00-0.05 us.
 template <int OP>

@@ -343,8 +343,8 @@ SC_DEV void sc_lp_sum_run(const char* const (&runs)[SC_MAX_RANKS], int nr, size_
     // fetches first. A lane's fetch waits for memory and its decode waits for the fetch; with the
     // next step's fetches in flight too, more of that latency overlaps (2x H200, with
     // 4 chunks per call: fp32 128-512 MB 0.5-4% faster, bf16 16-512 MB 1-7%, 1 GB fp32 ~1% slower;
-    // bench/RESULTS.md). `two` is warp-uniform (the walk's position is per warp).
-    // The quantize side done the same way was slower from 32 MB (its pushes share the SMs and the
+    // docs/design.md). `two` is warp-uniform (the walk's position is per warp).
+    // The quantize side done the same way is slower from 32 MB (its pushes share the SMs and the
     // links with a chained chunk's sum), so it stays one step at a time.
     if (nr == 2) {
       for (ScLpWalk w(n, bs, L); w.more();) {

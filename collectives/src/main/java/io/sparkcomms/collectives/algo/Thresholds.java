@@ -9,8 +9,10 @@ import io.sparkcomms.collectives.lp.Fp8Format;
  * and the resolution "the option if set, else this default". The GPU backend's defaults live in the
  * native library's parameter table, not here.
  *
- * <p>Measured on the host (bench/RESULTS.md): the flat one-shot beats the tree two-shot up to 256 KB;
- * there is no vendor library, so the tree runs everything above.
+ * <p>Flat up to 256 KB, tree above (there is no vendor library on the host): with 2 ranks on a
+ * 2-vCPU VM, flat took 120 us at 256 KB against tree's 321, tree 173 us at 1 MB against flat's 439;
+ * smaller sizes are dominated by scheduling there, so the crossover is placed no more precisely
+ * (docs/design.md, bench/results/2026-11-30-host-2core).
  */
 public final class Thresholds {
   private Thresholds() {}
