@@ -69,7 +69,7 @@ public final class DeviceTensor implements Tensor {
 
   Pointer pointer() { return new AddressPointer(address()); }
 
-  /** Copies all of {@code src} (same dtype, count <= this count) to the start of this tensor. */
+  /** Copies all of {@code src} (same dtype, {@code count <= this count}) to the start of this tensor. */
   public void copyFrom(HostTensor src) {
     checkHost(src);
     copyWindows(src, true);

@@ -11,7 +11,8 @@ import java.nio.ByteOrder;
  *
  * <p>Sizes: before the first barrier every rank writes its sizes into its result area (unused by
  * allToAllV otherwise), as native longs: [0] in.count, [8] out.count, [16..) sendCounts[n], then for
- * the slot layout sendOffsets[n] and recvOffsets[n] (16 + 24n <= 1552 bytes; staging is >= 4 KiB).
+ * the slot layout sendOffsets[n] and recvOffsets[n] ({@code 16 + 24n <= 1552} bytes; staging is
+ * at least 4 KiB).
  * The descriptor carries the layout, so ranks that disagree on it (or on the dtype) fail in
  * {@link ShmContext#begin}. After the first barrier every rank reads every rank's sizes, so all hold
  * the same n x n matrix, check it ({@link AllToAllVPlan#verdict()}) and write recvCounts. A

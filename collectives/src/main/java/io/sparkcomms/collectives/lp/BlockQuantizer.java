@@ -30,7 +30,7 @@ import java.util.Objects;
  *       significant bits and magnitude at least 2^-10, so the product (at least 2^-136) is a
  *       representable float.</li>
  * </ol>
- * Scaled finite values satisfy |x * 2^-e| <= max, so saturation never triggers inside a block;
+ * Scaled finite values satisfy {@code |x * 2^-e| <= max}, so saturation never triggers inside a block;
  * ±Inf elements encode (and decode) as NaN, NaN stays NaN.
  *
  * <h2>Wire layout</h2>
@@ -51,7 +51,7 @@ public final class BlockQuantizer {
     /**
      * @param format    FP8 format of the codes
      * @param blockSize elements per scale block, at least 1
-     * @throws IllegalArgumentException if blockSize < 1
+     * @throws IllegalArgumentException if {@code blockSize < 1}
      * @throws NullPointerException     if format is null
      */
     public BlockQuantizer(Fp8Format format, int blockSize) {
@@ -78,7 +78,7 @@ public final class BlockQuantizer {
     /**
      * Size in bytes of an encoded run of n elements: {@code roundUp(n, 4) + 4 * ceil(n / blockSize)}.
      *
-     * @throws IllegalArgumentException if n < 0, blockSize < 1, or the size overflows an int
+     * @throws IllegalArgumentException if {@code n < 0}, {@code blockSize < 1}, or the size overflows an int
      */
     public static int encodedBytes(int n, int blockSize) {
         if (n < 0) {
@@ -109,9 +109,10 @@ public final class BlockQuantizer {
      * finite number; otherwise the smallest integer e with {@code amax <= f.maxFinite() * 2^e},
      * clamped to [-126, 127].
      *
-     * <p>Exact computation: write amax = ma * 2^ea and max = mm * 2^em with ma, mm in [1, 2).
-     * Then e = ea - em if ma <= mm, else ea - em + 1 (for e - 1 the quotient would be
-     * 2 * ma * 2^em > mm * 2^em since 2 * ma >= 2 > mm). Exponents are taken on the value
+     * <p>Exact computation: write {@code amax = ma * 2^ea} and {@code max = mm * 2^em} with
+     * {@code ma, mm} in [1, 2). Then {@code e = ea - em} if {@code ma <= mm}, else
+     * {@code e = ea - em + 1} (for {@code e - 1} the quotient would be
+     * {@code 2 * ma * 2^em > mm * 2^em} since {@code 2 * ma >= 2 > mm}). Exponents are taken on the value
      * widened to double, so float subnormal amax is handled exactly as well.
      */
     public static int scaleExponent(float amax, Fp8Format f) {

@@ -1,7 +1,7 @@
 package io.sparkcomms.collectives.lp;
 
 /**
- * Scalar float <-> FP8 (E4M3) conversion, the bit-exact reference for every backend.
+ * Scalar float &lt;-&gt; FP8 (E4M3) conversion, the bit-exact reference for every backend.
  *
  * <h2>Encoding rules</h2>
  * <ul>
@@ -88,7 +88,7 @@ public final class Fp8Codec {
      *   <li>Subnormal results, {@code |x| < 2^(1-bias)}: FP8 subnormals are the multiples of
      *       {@code u = 2^(-2-bias)}. Adding {@code M = 2^(21-bias)}, whose float ulp is exactly u,
      *       makes the IEEE float adder round |x| to a multiple of u, to nearest, ties to even;
-     *       the sum stays in M's binade (|x| < 8u), so its raw bits minus M's raw bits are the
+     *       the sum stays in M's binade ({@code |x| < 8u}), so its raw bits minus M's raw bits are the
      *       multiple m in [0, 8]. m == 8 is the code of the smallest normal, the right answer
      *       there. Float subnormal inputs are handled by the same addition.</li>
      * </ul>

@@ -228,7 +228,7 @@ public final class TensorParallelInference implements Serializable {
       return a.v;
     }
 
-    /** Sum of w[wo + i] * x[xo + i], i < n, in order, in float32 (the order of a plain dense layer's loop). */
+    /** Sum of {@code w[wo + i] * x[xo + i]}, {@code i < n}, in order, in float32 (the order of a plain dense layer's loop). */
     static float dot(float[] w, int wo, float[] x, int xo, int n) {
       float sum = 0;
       for (int i = 0; i < n; i++) sum += w[wo + i] * x[xo + i];
