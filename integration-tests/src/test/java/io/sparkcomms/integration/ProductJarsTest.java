@@ -29,7 +29,7 @@ class ProductJarsTest {
   private static final Map<String, String> PRODUCTS = Map.of(
       "sparkcomms-native", "io/sparkcomms/nativeapi/SparkCommsNative.class",
       "sparkcomms-collectives", "io/sparkcomms/collectives/Communicator.class",
-      "sparkcomms-spark", "io/sparkcomms/spark/SparkCommsPlugin.class");
+      "sparkcomms-spark_2.13", "io/sparkcomms/spark/SparkCommsPlugin.class");
 
   /** A class of each tool artifact: none of their classes may appear in a product. */
   private static final Map<String, String> TOOLS = Map.of(

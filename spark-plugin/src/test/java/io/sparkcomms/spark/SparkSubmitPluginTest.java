@@ -68,11 +68,9 @@ class SparkSubmitPluginTest {
   }
 
   private void submit(String master, List<String> extraConf, String executorPluginLine) throws Exception {
-    Path home = Files.createDirectories(dir.resolve("spark-home"));
     Path jarsDir = Files.createDirectories(dir.resolve("jars"));
 
     // Split the test classpath: Spark and its dependencies stay; our modules and JavaCPP go to --jars.
-    List<String> sparkOnly = new ArrayList<>();
     List<Path> userJars = new ArrayList<>();
     for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
       if (entry.isEmpty()) continue;
@@ -80,18 +78,50 @@ class SparkSubmitPluginTest {
       boolean ours = holdsSparkcommsClasses(p);
       if (Files.isDirectory(p) && ours) {
         if (!p.getFileName().toString().equals("test-classes")) userJars.add(jarOf(p, jarsDir.resolve(moduleJarName(p))));
-      } else if (ours || p.getFileName().toString().startsWith("javacpp-")) {
+      } else if (ours || isJavaCpp(p)) {
         userJars.add(p);
-      } else {
-        sparkOnly.add(entry);
       }
     }
     Set<String> jarNames = userJars.stream().map(j -> j.getFileName().toString()).collect(Collectors.toSet());
     assertTrue(jarNames.stream().anyMatch(n -> n.startsWith("sparkcomms-spark")), "plugin jar in --jars: " + jarNames);
     assertTrue(jarNames.stream().anyMatch(n -> n.startsWith("sparkcomms-collectives")), "collectives jar in --jars: " + jarNames);
     assertTrue(jarNames.stream().anyMatch(n -> n.startsWith("sparkcomms-native")), "native jar in --jars: " + jarNames);
+    submitAndCheck(dir, master, extraConf, executorPluginLine, userJars,
+        "sparkcomms-spark[^/]*\\.jar", "sparkcomms-collectives[^/]*\\.jar");
+  }
+
+  /**
+   * The test classpath without our classes and without JavaCPP: Spark and its dependencies, as a
+   * Spark installation's jars/ would hold them.
+   */
+  static List<String> sparkOnlyClasspath() {
+    List<String> sparkOnly = new ArrayList<>();
+    for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+      if (entry.isEmpty()) continue;
+      Path p = Path.of(entry);
+      if (!holdsSparkcommsClasses(p) && !isJavaCpp(p)) sparkOnly.add(entry);
+    }
+    return sparkOnly;
+  }
+
+  private static boolean isJavaCpp(Path p) {
+    return p.getFileName() != null && p.getFileName().toString().startsWith("javacpp-");
+  }
+
+  /**
+   * Runs {@link io.sparkcomms.spark.submit.SubmitAllReduceJob} through SparkSubmit on {@code master}
+   * with {@code --jars userJars} and Spark alone on the driver's and executors' classpath, and checks
+   * its results and logs. {@code pluginJar} and {@code collectivesJar}: regular expressions for the
+   * file names of the jars that the plugin classes and the collectives classes are to be loaded from.
+   */
+  static void submitAndCheck(Path dir, String master, List<String> extraConf, String executorPluginLine,
+      List<Path> userJars, String pluginJar, String collectivesJar) throws Exception {
+    Path home = Files.createDirectories(dir.resolve("spark-home"));
+    List<String> sparkOnly = sparkOnlyClasspath();
     for (String e : sparkOnly) assertFalse(holdsSparkcommsClasses(Path.of(e)), "left on the child classpath: " + e);
     String childCp = String.join(File.pathSeparator, sparkOnly);
+    Path pluginJarPath = userJars.stream().filter(j -> j.getFileName().toString().matches(pluginJar)).findFirst()
+        .orElseThrow(() -> new AssertionError("no jar named " + pluginJar + " in --jars: " + userJars));
 
     // The application jar: only the io.sparkcomms.spark.submit package of the test classes.
     Path testClasses = Path.of(io.sparkcomms.spark.submit.SubmitAllReduceJob.class.getProtectionDomain()
@@ -151,7 +181,7 @@ class SparkSubmitPluginTest {
 
     // The driver loaded the plugin class from the jar given in --jars and ran the driver plugin.
     String driverLine = out.lines().filter(l -> l.startsWith("SUBMIT-DRIVER ")).findFirst().orElse("");
-    assertTrue(driverLine.endsWith("/sparkcomms-spark.jar") || driverLine.matches(".*/sparkcomms-spark[^/]*\\.jar"),
+    assertTrue(driverLine.matches(".*/" + pluginJar),
         "driver: SparkCommsPlugin loaded from --jars: " + driverLine);
     assertTrue(err.contains("sparkcomms: driver plugin ready"), "driver log shows the driver plugin's init");
 
@@ -165,9 +195,9 @@ class SparkSubmitPluginTest {
       assertTrue(line.startsWith(r + "/2 1.0 2.0 "), "rank " + r + " allReduce result: " + line);
       assertTrue(line.contains(" backend=host "), line);
       String from = field(line, "BarrierComms-from=");
-      assertTrue(from.matches(".*/sparkcomms-spark[^/]*\\.jar") && !from.startsWith(jarsDir.toUri().toString()),
+      assertTrue(from.matches(".*/" + pluginJar) && !from.startsWith(pluginJarPath.getParent().toUri().toString()),
           "executor: BarrierComms from the jar the executor fetched, not from target/classes or the driver's copy: " + from);
-      assertTrue(field(line, "Communicator-from=").matches(".*/sparkcomms-collectives[^/]*\\.jar"), line);
+      assertTrue(field(line, "Communicator-from=").matches(".*/" + collectivesJar), line);
       pids.add(field(line, "pid="));
     }
     assertEquals(2, pids.size(), "two executor processes: " + results);
@@ -199,7 +229,7 @@ class SparkSubmitPluginTest {
   }
 
   /** Whether a classpath entry (directory or jar) holds classes of package io.sparkcomms. */
-  private static boolean holdsSparkcommsClasses(Path p) {
+  static boolean holdsSparkcommsClasses(Path p) {
     if (Files.isDirectory(p)) return Files.isDirectory(p.resolve("io/sparkcomms"));
     if (!Files.isRegularFile(p) || !p.toString().endsWith(".jar")) return false;
     try (JarFile jar = new JarFile(p.toFile())) {
