@@ -3,14 +3,14 @@
 # (io.github.padreati:rapaio-jupyter-kernel:3.0.1 from Maven Central, installed here if missing),
 # failing on any cell error. Executed copies go to examples/target/notebooks/.
 # Needs: jupyter nbconvert (Debian: jupyter-nbconvert python3-nbclient python3-ipykernel), Java 17,
-# Maven, and the build (mvn -B -DskipTests package: examples/target/lib).
+# Maven, and the build (mvn -B -DskipTests package: examples/target/lib, examples/target/examples-jar).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 version=3.0.1
 out="$root/examples/target/notebooks"
 
-if [[ ! -d "$root/examples/target/lib" ]]; then
+if [[ ! -d "$root/examples/target/lib" || ! -d "$root/examples/target/examples-jar" ]]; then
   echo "run-notebooks: build first: (cd $root && mvn -B -DskipTests package)" >&2
   exit 2
 fi
