@@ -43,7 +43,7 @@ class HdfsCheckpointTest {
 
   @BeforeAll static void start() throws Exception {
     Configuration conf = new Configuration();
-    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, tmp.resolve("dfs").toString());
+    // the Builder sets HDFS_MINIDFS_BASEDIR itself; Hadoop 3.3 refuses a conf that already has it
     hdfs = new MiniDFSCluster.Builder(conf, new File(tmp.resolve("dfs").toString())).numDataNodes(1).build();
     hdfs.waitActive();
     root = "hdfs://localhost:" + hdfs.getNameNodePort();
