@@ -15,6 +15,7 @@ import io.sparkcomms.collectives.lp.BlockQuantizer;
 import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -37,10 +38,13 @@ public final class HostCommunicator extends AbstractCommunicator {
   private final HostAllToAllV allToAllV;
   private volatile boolean aborted;
 
-  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched) {
+  private final ShmWake wake;  // null: waits park (one rank, or a rank could not open the channel)
+
+  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched, ShmWake wake) {
     super(rank, size, o, BackendOffer.HOST);
     this.seg = seg;
-    ShmContext x = new ShmContext(seg, new ShmSignals(seg, rank, o.timeout(), watched), rank, size);
+    this.wake = wake;
+    ShmContext x = new ShmContext(seg, new ShmSignals(seg, rank, o.timeout(), watched, wake), rank, size);
     HostReducer reducer = new HostReducer();
     this.dda = new DdaCollectives(x, reducer);
     this.lp = new LpCollectives(x, reducer, new BlockQuantizer(Thresholds.fp8Format(o), Thresholds.lpBlockSize(o)),
@@ -51,8 +55,9 @@ public final class HostCommunicator extends AbstractCommunicator {
   /**
    * Creates the communicator of {@code rv.rank()} among {@code rv.size()} ranks. Collective: every
    * rank must call it. Rank 0 creates the segment; the others map it; rank 0 unlinks the file once
-   * all have mapped it (or failed). Two rendezvous rounds: the greetings (every rank's process, and
-   * rank 0's segment path or its error), then every rank's mapping outcome.
+   * all have mapped it (or failed). Rendezvous rounds: the greetings (every rank's process, and
+   * rank 0's segment path or its error), every rank's mapping outcome, and (two ranks or more) whether
+   * every rank connected its wake channel ({@link ShmWake}); without one on every rank, waits park.
    */
   public static HostCommunicator create(Rendezvous rv, CommOptions o) {
     return create(rv, o, ShmFiles.baseDirectory());
@@ -66,6 +71,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     long s = Thresholds.stagingBytes(o);
     ProcessId me = ProcessId.current();
     ShmSegment seg = null;
+    ShmWake wake = null;
     String err = null;
     if (r == 0) {
       try {
@@ -110,14 +116,48 @@ public final class HostCommunicator extends AbstractCommunicator {
           err = e.getMessage();
         }
       }
+      String wakeProblem = null;
+      if (seg != null && n > 1) {
+        try {
+          wake = ShmWake.listen(r, n);
+          seg.publishWakePort(r, wake.port());
+        } catch (IOException | RuntimeException e) {
+          wakeProblem = "cannot listen on loopback: " + e;
+        }
+      }
       byte[][] status = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
       for (int p = 0; p < n; p++) {
         String st = new String(status[p], StandardCharsets.UTF_8);
         if (st.startsWith("ERR ")) throw new CommException("rank " + p + " could not map the shared-memory segment: " + st.substring(4));
         if (!st.equals("OK")) throw new CommException("rank " + p + " sent an unreadable mapping status: '" + st.substring(0, Math.min(80, st.length())) + "'");
       }
-      return new HostCommunicator(r, n, o, seg, watched);
+      if (n > 1) {
+        // every rank published its port (or 0) before the round above
+        int[] ports = new int[n];
+        for (int p = 0; p < n; p++) ports[p] = p == r ? 0 : seg.wakePort(p);
+        if (wakeProblem == null) {
+          try {
+            wake.connect(ports, seg.wakeToken(), System.nanoTime() + Math.min(o.timeout().toNanos(), 30_000_000_000L));
+          } catch (IOException | RuntimeException e) {
+            wakeProblem = e.getMessage();
+          }
+        }
+        byte[][] wakes = rv.allGather((wakeProblem == null ? "OK" : "NO " + wakeProblem).getBytes(StandardCharsets.UTF_8), o.timeout());
+        for (int p = 0; p < n; p++) {
+          String st = new String(wakes[p], StandardCharsets.UTF_8);
+          if (!st.equals("OK")) {
+            if (wake != null) wake.close();
+            wake = null;
+            System.getLogger(HostCommunicator.class.getName()).log(System.Logger.Level.WARNING, "rank " + r
+                + ": no wake channel (rank " + p + ": " + st.substring(0, Math.min(200, st.length()))
+                + "); barrier waits poll instead of sleeping until woken");
+            break;
+          }
+        }
+      }
+      return new HostCommunicator(r, n, o, seg, watched, wake);
     } catch (RuntimeException e) {
+      if (wake != null) wake.close();
       if (seg != null) seg.close();
       throw e;
     } finally {
@@ -135,12 +175,20 @@ public final class HostCommunicator extends AbstractCommunicator {
   @Override public void abort(String reason) {
     aborted = true;
     if (!isClosed()) seg.abort(rank, reason);
+    if (wake != null) {  // sleepers here and on the peers see the abort now, not at their next check
+      wake.wakeAll();
+      wake.interrupt();
+    }
   }
 
   @Override public boolean isAborted() { return aborted || (!isClosed() && seg.isAborted()); }
 
   @Override protected void release() {
     seg.markDetached(rank); // peers still waiting for this rank fail now instead of at their timeout
+    if (wake != null) {
+      wake.wakeAll();
+      wake.close();
+    }
     seg.close();
   }
 
