@@ -56,8 +56,9 @@ public final class HostCommunicator extends AbstractCommunicator {
    * Creates the communicator of {@code rv.rank()} among {@code rv.size()} ranks. Collective: every
    * rank must call it. Rank 0 creates the segment; the others map it; rank 0 unlinks the file once
    * all have mapped it (or failed). Rendezvous rounds: the greetings (every rank's process, and
-   * rank 0's segment path or its error), every rank's mapping outcome, and (two ranks or more) whether
-   * every rank connected its wake channel ({@link ShmWake}); without one on every rank, waits park.
+   * rank 0's segment path or its error), then every rank's mapping outcome; after it the ranks
+   * connect their wake channels ({@link ShmWake}) directly. A rank that cannot is polled for by its
+   * peers instead of waking them.
    */
   public static HostCommunicator create(Rendezvous rv, CommOptions o) {
     return create(rv, o, ShmFiles.baseDirectory());
@@ -116,13 +117,13 @@ public final class HostCommunicator extends AbstractCommunicator {
           err = e.getMessage();
         }
       }
-      String wakeProblem = null;
       if (seg != null && n > 1) {
         try {
           wake = ShmWake.listen(r, n);
           seg.publishWakePort(r, wake.port());
         } catch (IOException | RuntimeException e) {
-          wakeProblem = "cannot listen on loopback: " + e;
+          seg.publishWakePort(r, -1);
+          warnNoWake(r, "cannot listen on loopback: " + e);
         }
       }
       byte[][] status = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
@@ -131,28 +132,19 @@ public final class HostCommunicator extends AbstractCommunicator {
         if (st.startsWith("ERR ")) throw new CommException("rank " + p + " could not map the shared-memory segment: " + st.substring(4));
         if (!st.equals("OK")) throw new CommException("rank " + p + " sent an unreadable mapping status: '" + st.substring(0, Math.min(80, st.length())) + "'");
       }
-      if (n > 1) {
-        // every rank published its port (or 0) before the round above
-        int[] ports = new int[n];
-        for (int p = 0; p < n; p++) ports[p] = p == r ? 0 : seg.wakePort(p);
-        if (wakeProblem == null) {
-          try {
-            wake.connect(ports, seg.wakeToken(), System.nanoTime() + Math.min(o.timeout().toNanos(), 30_000_000_000L));
-          } catch (IOException | RuntimeException e) {
-            wakeProblem = e.getMessage();
-          }
-        }
-        byte[][] wakes = rv.allGather((wakeProblem == null ? "OK" : "NO " + wakeProblem).getBytes(StandardCharsets.UTF_8), o.timeout());
-        for (int p = 0; p < n; p++) {
-          String st = new String(wakes[p], StandardCharsets.UTF_8);
-          if (!st.equals("OK")) {
-            if (wake != null) wake.close();
-            wake = null;
-            System.getLogger(HostCommunicator.class.getName()).log(System.Logger.Level.WARNING, "rank " + r
-                + ": no wake channel (rank " + p + ": " + st.substring(0, Math.min(200, st.length()))
-                + "); barrier waits poll instead of sleeping until woken");
-            break;
-          }
+      if (wake != null) {
+        // every rank published its port (or -1: none) before the round above
+        ShmSegment s0 = seg;
+        try {
+          wake.connect(p -> s0.wakePort(p), seg.wakeToken(), System.nanoTime() + o.timeout().toNanos(),
+              p -> watched[p] != null && PeerWatch.exited(watched[p]));
+        } catch (ShmWake.PeerExited e) {
+          throw new CommException("communicator creation failed on rank " + r + ": " + e.getMessage());
+        } catch (IOException | RuntimeException e) {
+          // a rank without a wake channel still works: its peers poll for it instead of sleeping
+          seg.publishWakePort(r, -1);
+          wake = null;
+          warnNoWake(r, e.getMessage());
         }
       }
       return new HostCommunicator(r, n, o, seg, watched, wake);
@@ -259,6 +251,11 @@ public final class HostCommunicator extends AbstractCommunicator {
       }
       throw e;
     }
+  }
+
+  private static void warnNoWake(int rank, String why) {
+    System.getLogger(HostCommunicator.class.getName()).log(System.Logger.Level.WARNING, "rank " + rank
+        + ": no wake channel (" + why + "); its peers poll for its arrivals instead of sleeping until woken");
   }
 
   /** {@code plan} with a local argument problem: its tensors are then unused, and every rank raises at the first barrier. */

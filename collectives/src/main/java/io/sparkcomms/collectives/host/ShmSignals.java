@@ -37,8 +37,8 @@ import java.util.concurrent.locks.LockSupport;
  * the sleeper stores its flag then loads the slot, the arriver stores the slot then loads the flag,
  * each pair separated by a full fence, so at least one of them sees the other's store: either the
  * sleeper sees the arrival and does not block, or the arriver sees the flag and wakes it. A sleeping
- * rank uses no CPU; the kernel runs it as soon as the wake byte arrives. Without a wake channel a
- * wait parks for growing periods up to {@link #MAX_PARK_NANOS}.
+ * rank uses no CPU; the kernel runs it as soon as the wake byte arrives. For a peer without a wake
+ * channel (its port published as -1) a wait parks for growing periods up to {@link #MAX_PARK_NANOS}.
  *
  * <p>Every wait is bounded: it gives up after the communicator's timeout (aborting the communicator so
  * the other ranks stop waiting too), stops as soon as any rank aborted, when the awaited peer closed its
@@ -152,7 +152,7 @@ final class ShmSignals {
         }
       }
       long bound = Math.min(deadline - now, nextLiveness - now);
-      if (wake != null) {
+      if (wake != null && wake.connectedTo(peer) && seg.wakePort(peer) > 0) {
         sleep(off, e, bound);
       } else {
         LockSupport.parkNanos(Math.min(park, bound));

@@ -10,7 +10,11 @@ import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
+import java.util.HashMap;
 import java.util.Iterator;
+import java.util.Map;
+import java.util.function.IntPredicate;
+import java.util.function.IntUnaryOperator;
 
 /**
  * The wake channel of a host communicator: one loopback TCP connection between every two ranks, over
@@ -31,6 +35,8 @@ import java.util.Iterator;
 final class ShmWake implements AutoCloseable {
   static final int TOKEN_BYTES = 16;
   private static final int HELLO_BYTES = TOKEN_BYTES + 4;
+  /** How often {@link #connect} re-reads the peers' ports and checks that awaited peers still exist. */
+  private static final long CHECK_MILLIS = 100;
 
   private final int rank;
   private final ServerSocketChannel listener;
@@ -68,37 +74,65 @@ final class ShmWake implements AutoCloseable {
     }
   }
 
+  /** Why {@link #connect} stopped: a peer's process exited (the communicator cannot be built). */
+  static final class PeerExited extends IOException {
+    final int peer;
+
+    PeerExited(int peer) {
+      super("rank " + peer + " exited while the ranks connected their wake channels");
+      this.peer = peer;
+    }
+  }
+
   /**
-   * Connects to every lower rank's port ({@code ports[p]}, each in 1..65535) and accepts one connection
-   * from every higher rank carrying {@code token}, until {@code deadlineNanos} (System.nanoTime()).
-   * Raises IOException with the reason on failure or timeout; the listener is closed either way.
+   * Connects to every lower rank's published port and accepts one connection carrying {@code token}
+   * from every higher rank, until {@code deadlineNanos} (System.nanoTime()). {@code portOf(p)} is
+   * rank p's published port, read again every {@link #CHECK_MILLIS}: 0 or less means p has no wake
+   * channel, and then this rank neither connects to it nor waits for it. Every CHECK_MILLIS the peers
+   * still awaited are checked with {@code gone}; an exited one raises {@link PeerExited}. Any other
+   * failure, or the deadline, raises IOException with the reason. The listener is closed either way;
+   * on failure every connection too.
    */
-  void connect(int[] ports, byte[] token, long deadlineNanos) throws IOException {
+  void connect(IntUnaryOperator portOf, byte[] token, long deadlineNanos, IntPredicate gone) throws IOException {
     int n = peers.length;
+    boolean[] awaited = new boolean[n];   // a connection from / to p is still missing
     try (Selector s = Selector.open()) {
       for (int p = 0; p < rank; p++) {
-        if (ports[p] < 1 || ports[p] > 65535) throw new IOException("rank " + p + " published wake port " + ports[p]);
+        int port = portOf.applyAsInt(p);
+        if (port <= 0) continue;  // p has no wake channel
+        if (port > 65535) throw new IOException("rank " + p + " published wake port " + port);
         SocketChannel c = SocketChannel.open();
         peers[p] = c;
         c.configureBlocking(false);
         c.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        if (!c.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), ports[p]))) {
-          c.register(s, SelectionKey.OP_CONNECT, p);
-        } else {
+        if (c.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port))) {
           hello(c, token);
+        } else {
+          c.register(s, SelectionKey.OP_CONNECT, p);
+          awaited[p] = true;
         }
       }
-      int pendingConnects = s.keys().size();
-      int toAccept = n - 1 - rank;
-      java.util.Map<SocketChannel, ByteBuffer> reading = new java.util.HashMap<>();
-      if (toAccept > 0) listener.register(s, SelectionKey.OP_ACCEPT);
-      while (pendingConnects > 0 || toAccept > 0) {
-        long left = deadlineNanos - System.nanoTime();
-        if (left <= 0) {
-          throw new IOException("wake channel: timed out connecting the ranks (" + pendingConnects + " connections to lower ranks and "
-              + toAccept + " from higher ranks missing)");
+      for (int p = rank + 1; p < n; p++) awaited[p] = true;
+      Map<SocketChannel, ByteBuffer> reading = new HashMap<>();
+      if (rank < n - 1) listener.register(s, SelectionKey.OP_ACCEPT);
+      long nextCheck = 0;
+      for (;;) {
+        long now = System.nanoTime();
+        if (now - nextCheck >= 0) {
+          nextCheck = now + CHECK_MILLIS * 1_000_000L;
+          for (int p = rank + 1; p < n; p++) {
+            if (awaited[p] && portOf.applyAsInt(p) < 0) awaited[p] = false;  // p gave up its wake channel
+          }
+          for (int p = 0; p < n; p++) {
+            if (awaited[p] && gone.test(p)) throw new PeerExited(p);
+          }
         }
-        s.select(Math.max(1, left / 1_000_000));
+        int missing = 0;
+        for (boolean a : awaited) if (a) missing++;
+        if (missing == 0) break;
+        long left = deadlineNanos - now;
+        if (left <= 0) throw new IOException("timed out connecting the wake channels (" + missing + " peers missing)");
+        s.select(Math.max(1, Math.min(CHECK_MILLIS, left / 1_000_000)));
         Iterator<SelectionKey> it = s.selectedKeys().iterator();
         while (it.hasNext()) {
           SelectionKey k = it.next();
@@ -113,22 +147,22 @@ final class ShmWake implements AutoCloseable {
             c.register(s, SelectionKey.OP_READ);
           } else if (k.isConnectable()) {
             SocketChannel c = (SocketChannel) k.channel();
+            int p = (Integer) k.attachment();
             c.finishConnect();
             k.cancel();
             hello(c, token);
-            pendingConnects--;
+            awaited[p] = false;
           } else if (k.isReadable()) {
             SocketChannel c = (SocketChannel) k.channel();
             ByteBuffer b = reading.get(c);
             int got = c.read(b);
-            if (got < 0 || b.hasRemaining()) {
-              if (got < 0) {  // closed before its hello: not a peer
-                k.cancel();
-                reading.remove(c);
-                c.close();
-              }
+            if (got < 0) {  // closed before its hello: not a peer
+              k.cancel();
+              reading.remove(c);
+              c.close();
               continue;
             }
+            if (b.hasRemaining()) continue;
             k.cancel();
             reading.remove(c);
             b.flip();
@@ -140,12 +174,11 @@ final class ShmWake implements AutoCloseable {
               continue;
             }
             peers[from] = c;
-            toAccept--;
+            awaited[from] = false;
           }
         }
       }
       for (SocketChannel c : reading.keySet()) c.close();
-      s.selectNow();  // flush the cancelled keys so the channels can join the sleeper's selector
     } catch (IOException | RuntimeException e) {
       close();
       throw e;
@@ -154,9 +187,12 @@ final class ShmWake implements AutoCloseable {
     }
     selector = Selector.open();
     for (int p = 0; p < n; p++) {
-      if (p != rank) peers[p].register(selector, SelectionKey.OP_READ, p);
+      if (peers[p] != null) peers[p].register(selector, SelectionKey.OP_READ, p);
     }
   }
+
+  /** Whether this rank can be woken by {@code peer} (their connection exists). */
+  boolean connectedTo(int peer) { return peers[peer] != null && !closed; }
 
   private void hello(SocketChannel c, byte[] token) throws IOException {
     ByteBuffer b = ByteBuffer.allocate(HELLO_BYTES).put(token).putInt(rank).flip();

@@ -95,13 +95,13 @@ class ShmSignalsAgreementTest {
     long deadline = System.nanoTime() + 10_000_000_000L;
     Thread t = new Thread(() -> {
       try {
-        w[1].connect(ports, token, deadline);
+        w[1].connect(p -> ports[p], token, deadline, p -> false);
       } catch (Exception e) {
         throw new IllegalStateException(e);
       }
     });
     t.start();
-    w[0].connect(ports, token, deadline);
+    w[0].connect(p -> ports[p], token, deadline, p -> false);
     t.join();
     return w;
   }
