@@ -238,7 +238,7 @@ final class BenchLauncher {
           + "), timeout " + o.timeout().toSeconds() + " s");
     }
     out.println("# sizes: " + Sizes.format(cfg.minBytes) + " to " + Sizes.format(cfg.maxBytes) + ", factor " + cfg.factor
-        + "; warm-up " + cfg.warmup + "; timed iterations: "
+        + "; warm-up: at least " + cfg.warmup + " calls and " + cfg.warmupSeconds + " s per row; timed iterations: "
         + (cfg.iters > 0 ? Integer.toString(cfg.iters)
             : "auto (ceil(" + cfg.targetSeconds + " s / median warm-up call), " + cfg.minIters + ".." + cfg.maxIters + ")")
         + "; seed " + cfg.seed);

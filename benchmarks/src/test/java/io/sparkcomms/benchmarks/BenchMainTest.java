@@ -37,7 +37,7 @@ class BenchMainTest {
   @Timeout(value = 120, unit = TimeUnit.SECONDS)
   void allAlgorithmsAndTcpBaselineAreCorrect() throws Exception {
     Path csv = tmp.resolve("bench.csv");
-    Result r = bench("--ranks", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1",
+    Result r = bench("--ranks", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1", "--warmup-time", "0",
         "--algo", "all", "--baseline", "tcp", "--csv", csv.toString());
     String diag = "stdout:\n" + r.out + "\nstderr:\n" + r.err;
     assertEquals(0, r.rc, diag);
