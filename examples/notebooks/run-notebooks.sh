@@ -4,9 +4,10 @@
 # compares each executed copy with the committed one (compare-notebooks.py: same cells, no error,
 # every cell that had text or image output still has it). Executed copies go to
 # examples/target/notebooks/.
-#   run-notebooks.sh           execute and compare; exit 1 on any difference or cell error
-#   run-notebooks.sh --update  execute, check for cell errors, and write the executed notebooks over
-#                              the committed ones (commit them with their outputs)
+#   run-notebooks.sh [NAME.ipynb...]           execute and compare (default: every notebook);
+#                                              exit 1 on any difference or cell error
+#   run-notebooks.sh --update [NAME.ipynb...]  execute, check for cell errors, and write the executed
+#                                              notebooks over the committed ones (commit them so)
 # Needs: jupyter nbconvert (Debian: jupyter-nbconvert python3-nbclient python3-nbformat
 # python3-ipykernel), Java 17, Maven, and the build (mvn -B -DskipTests package: examples/target/lib).
 set -euo pipefail
@@ -15,11 +16,13 @@ root="$(cd "$here/../.." && pwd)"
 version=3.0.1
 out="$root/examples/target/notebooks"
 update=0
-case "${1:-}" in
-  --update) update=1 ;;
-  "") ;;
-  *) echo "usage: $0 [--update]" >&2; exit 2 ;;
-esac
+if [[ ${1:-} == --update ]]; then update=1; shift; fi
+notebooks=()
+for a in "$@"; do
+  [[ -f "$here/$(basename "$a")" && $a == *.ipynb ]] || { echo "usage: $0 [--update] [NAME.ipynb...]" >&2; exit 2; }
+  notebooks+=("$here/$(basename "$a")")
+done
+(( ${#notebooks[@]} )) || notebooks=("$here"/*.ipynb)
 
 if [[ ! -d "$root/examples/target/lib" ]]; then
   echo "run-notebooks: build first: (cd $root && mvn -B -DskipTests package)" >&2
@@ -65,16 +68,17 @@ PY
 
 mkdir -p "$out"
 
-# Executes one notebook into $out (no per-cell timing metadata: it would change on every run).
+# Executes one notebook into $out (no per-cell timing metadata: it would change on every run). The
+# cell limit is generous: the training cell takes about 2 minutes on a loaded 2-core machine.
 execute() {
   local nb=$1 name=$2
   jupyter nbconvert --to notebook --execute "$nb" --output-dir "$out" --output "$name" \
       --ExecutePreprocessor.kernel_name=rapaio-jupyter-kernel --ExecutePreprocessor.record_timing=False \
-      --ExecutePreprocessor.timeout=300 --ExecutePreprocessor.startup_timeout=60 >"$out/$name.log" 2>&1
+      --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.startup_timeout=60 >"$out/$name.log" 2>&1
 }
 
 failed=0
-for nb in "$here"/*.ipynb; do
+for nb in "${notebooks[@]}"; do
   name="$(basename "$nb")"
   start=$SECONDS
   if ! execute "$nb" "$name"; then
