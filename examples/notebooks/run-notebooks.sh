@@ -46,7 +46,7 @@ fi
 # an early kernel_info_request (before the kernel registers its handlers) throws out of the loop.
 # Either leaves the kernel bound to its ports but deaf, a stall at start-up (measured: 4 of 8 starts
 # on a loaded 2-core machine). kernel-patch/ holds a LoopThread without both; it goes ahead of the
-# kernel jar on the class path (measured: 10 of 10 starts answered, in 6 to 8 s; kernel-starts.py
+# kernel jar on the class path (measured: 10 of 10 starts answered, twice, in 6 to 18 s; kernel-starts.py
 # repeats that check).
 patch_src="$here/kernel-patch/org/rapaio/jupyter/kernel/channels/LoopThread.java"
 patch_class="$kdir/patch/org/rapaio/jupyter/kernel/channels/LoopThread.class"
