@@ -9,7 +9,8 @@
 #   run-notebooks.sh --update [NAME.ipynb...]  execute, check for cell errors, and write the executed
 #                                              notebooks over the committed ones (commit them so)
 # Needs: jupyter nbconvert (Debian: jupyter-nbconvert python3-nbclient python3-nbformat
-# python3-ipykernel), Java 17, Maven, and the build (mvn -B -DskipTests package: examples/target/lib).
+# python3-ipykernel), Java 17, Maven, and the build (mvn -B -DskipTests package: examples/target/lib
+# and examples/target/sparkcomms-examples-classpath.jar, which the notebooks load).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -24,7 +25,7 @@ for a in "$@"; do
 done
 (( ${#notebooks[@]} )) || notebooks=("$here"/*.ipynb)
 
-if [[ ! -d "$root/examples/target/lib" ]]; then
+if [[ ! -f "$root/examples/target/sparkcomms-examples-classpath.jar" ]]; then
   echo "run-notebooks: build first: (cd $root && mvn -B -DskipTests package)" >&2
   exit 2
 fi
@@ -44,8 +45,9 @@ fi
 # The kernel's channel loops (shell, control, heartbeat) run in its class LoopThread, which in
 # 3.0.1 can end at start-up: the thread may test its running flag before its starter sets it, and
 # an early kernel_info_request (before the kernel registers its handlers) throws out of the loop.
-# Either leaves the kernel bound to its ports but deaf, a stall at start-up (measured: 4 of 8 starts
-# on a loaded 2-core machine). kernel-patch/ holds a LoopThread without both; it goes ahead of the
+# Either leaves the kernel bound to its ports but deaf, a stall at start-up (measured: 10 of 22
+# starts on a loaded 2-core machine; in each stall jstack showed the shell or control loop thread
+# gone). kernel-patch/ holds a LoopThread without both; it goes ahead of the
 # kernel jar on the class path (measured: 10 of 10 starts answered, twice, in 6 to 18 s; kernel-starts.py
 # repeats that check).
 patch_src="$here/kernel-patch/org/rapaio/jupyter/kernel/channels/LoopThread.java"
