@@ -45,6 +45,8 @@ final class BenchConfig {
   long maxBytes = 64L << 20;
   long factor = 4;
   int warmup = 5;
+  /** Warm-up time per row: rounds of doubling call counts until the slowest rank spent this long (JIT). */
+  double warmupSeconds = 0.5;
   /** Timed iterations per row; 0 means auto (about {@link #targetSeconds} per row). */
   int iters = 0;
   double targetSeconds = 0.2;
@@ -78,7 +80,9 @@ final class BenchConfig {
         "  -b, --minbytes SIZE     smallest message (default 1K; suffixes K, M, G)",
         "  -e, --maxbytes SIZE     largest message (default 64M, at most 1G)",
         "  -f, --stepfactor N      multiply the size by N each step (default 4)",
-        "  -w, --warmup_iters N    warm-up calls per row (default 5)",
+        "  -w, --warmup_iters N    warm-up calls per row, at least (default 5)",
+        "      --warmup-time SEC   and at least this long per row, in rounds of doubling counts, so the",
+        "                          JIT has compiled the call path before the timed calls (default 0.5)",
         "  -n, --iters N|auto      timed calls per row (default auto: --target-time / median warm-up call,",
         "                          at least --min-iters, at most --max-iters)",
         "      --target-time SEC   time per row for -n auto (default 0.2)",
@@ -144,6 +148,7 @@ final class BenchConfig {
             if (c.iters < 0 || (c.iters == 0 && !v.trim().equalsIgnoreCase("auto"))) throw new UsageException("-n must be >= 1 or auto, got " + v);
             break;
           case "--target-time": c.targetSeconds = Double.parseDouble(v.trim()); break;
+          case "--warmup-time": c.warmupSeconds = Double.parseDouble(v.trim()); break;
           case "--min-iters": c.minIters = Integer.parseInt(v.trim()); break;
           case "--max-iters": c.maxIters = Integer.parseInt(v.trim()); break;
           case "-d": case "--datatype": case "--dtype": c.dtype = parseDtype(v); break;
@@ -196,6 +201,7 @@ final class BenchConfig {
     if (warmup < 0) throw new UsageException("-w must be >= 0, got " + warmup);
     if (minIters < 1 || maxIters < minIters) throw new UsageException("need 1 <= --min-iters <= --max-iters");
     if (!(targetSeconds > 0)) throw new UsageException("--target-time must be positive");
+    if (!(warmupSeconds >= 0)) throw new UsageException("--warmup-time must be >= 0");
     if (ranks < 1 || ranks > 64) throw new UsageException("--ranks must be in 1..64, got " + ranks);
     if (timeoutSeconds < 1) throw new UsageException("--timeout must be >= 1 second");
     if (reduces() && !op.supports(dtype)) throw new UsageException("op " + opName() + " is not defined for " + typeName());
@@ -282,6 +288,7 @@ final class BenchConfig {
     add(a, "-w", Integer.toString(warmup));
     add(a, "-n", iters == 0 ? "auto" : Integer.toString(iters));
     add(a, "--target-time", Double.toString(targetSeconds));
+    add(a, "--warmup-time", Double.toString(warmupSeconds));
     add(a, "--min-iters", Integer.toString(minIters));
     add(a, "--max-iters", Integer.toString(maxIters));
     add(a, "-d", typeName());

@@ -238,11 +238,12 @@ final class BenchLauncher {
           + "), timeout " + o.timeout().toSeconds() + " s");
     }
     out.println("# sizes: " + Sizes.format(cfg.minBytes) + " to " + Sizes.format(cfg.maxBytes) + ", factor " + cfg.factor
-        + "; warm-up " + cfg.warmup + "; timed iterations: "
+        + "; warm-up: at least " + cfg.warmup + " calls and " + cfg.warmupSeconds + " s per row; timed iterations: "
         + (cfg.iters > 0 ? Integer.toString(cfg.iters)
             : "auto (ceil(" + cfg.targetSeconds + " s / median warm-up call), " + cfg.minIters + ".." + cfg.maxIters + ")")
         + "; seed " + cfg.seed);
-    out.println("# time_us: max over ranks of the mean wall time per call; algbw = size / time; busbw = algbw * " + bus);
+    out.println("# time_us: max over ranks of the mean wall time per call; algbw = size / time; busbw = algbw * " + bus
+        + "; median_us, p99_us: max over ranks of each rank's median and 99th percentile of its calls' wall times");
     out.println("# wrong: elements outside the bound vs a float64 reference, all ranks; max_rel_err: max |out - ref| / max(|ref|, mean_r |x_r|)");
     out.flush();
   }

@@ -9,6 +9,7 @@ import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Sizes;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.algo.AlgorithmSelector;
 import io.sparkcomms.collectives.gpu.DeviceBuffer;
@@ -94,6 +95,15 @@ final class RankWorker {
         w.header();
       }
       long totalWrong = 0;
+      BenchData.Layout first = BenchData.Layout.of(cfg.collective, cfg.minBytes, cfg.dtype, n);
+      if (first != null && cfg.warmupSeconds > 0) {
+        if (rank == 0) {
+          out.println("# JIT warm-up: every communicator under test" + (tcp != null ? " and tcp" : "") + " runs the "
+              + Sizes.format(cfg.minBytes) + " call " + JIT_CALLS + " times and at least 1 s (at most 10 s) before the table");
+          out.flush();
+        }
+        jitWarmUp(first);
+      }
       for (long size : cfg.sizes()) {
         BenchData.Layout l = BenchData.Layout.of(cfg.collective, size, cfg.dtype, n);
         if (l == null) {
@@ -251,22 +261,13 @@ final class RankWorker {
       call = call(comm, in, res);
     }
 
-    long[] warm = new long[Math.max(1, cfg.warmup)];
-    for (int i = 0; i < cfg.warmup; i++) {
-      long t0 = System.nanoTime();
-      call.run();
-      warm[i] = System.nanoTime() - t0;
-    }
+    long[] warm = warmUp(call, cfg.warmup, cfg.warmupSeconds, Double.MAX_VALUE);
+    double[] e = new double[1];
     int iters = cfg.iters;
     if (iters == 0) {
-      if (cfg.warmup == 0) {
-        long t0 = System.nanoTime();
-        call.run();
-        warm[0] = System.nanoTime() - t0;
-      }
-      // median warm-up call of each rank, the slowest rank's: every rank gets the same count
+      // median call of the last warm-up round, the slowest rank's: every rank gets the same count
       java.util.Arrays.sort(warm);
-      double[] e = {warm[warm.length / 2] / 1e9};
+      e[0] = warm[warm.length / 2] / 1e9;
       ctrl.allReduce(HostTensor.of(e), ReduceOp.MAX);
       double want = Math.ceil(cfg.targetSeconds / Math.max(e[0], 1e-9));
       iters = (int) Math.max(cfg.minIters, Math.min(cfg.maxIters, want));
@@ -274,9 +275,17 @@ final class RankWorker {
 
     ctrl.barrier();
     long[] before = comm == null ? null : snapshot(comm.stats());
+    long[] each = new long[iters];  // per-call wall times: nanoTime costs ~25 ns, under 3% of the fastest call
     long t0 = System.nanoTime();
-    for (int i = 0; i < iters; i++) call.run();
-    long elapsed = System.nanoTime() - t0;
+    long prev = t0;
+    for (int i = 0; i < iters; i++) {
+      call.run();
+      long t = System.nanoTime();
+      each[i] = t - prev;
+      prev = t;
+    }
+    long elapsed = prev - t0;
+    java.util.Arrays.sort(each);
     String algo = label != null ? label : ran(comm.stats(), before, iters, predicted);
     if (comm != null) b.download();
 
@@ -287,22 +296,80 @@ final class RankWorker {
           + c.wrong() + " wrong elements, first: " + c.firstWrong());
       err.flush();
     }
-    double[] mine = {elapsed / 1e9 / iters, c.wrong(), c.maxRelErr()};
-    double[] all = new double[3 * n];
+    double[] mine = {elapsed / 1e9 / iters, c.wrong(), c.maxRelErr(), percentile(each, 0.5) / 1e9, percentile(each, 0.99) / 1e9};
+    int k = mine.length;
+    double[] all = new double[k * n];
     ctrl.allGather(HostTensor.of(mine), HostTensor.of(all));
-    double time = 0, maxRel = 0;
+    double time = 0, maxRel = 0, median = 0, p99 = 0;
     long wrong = 0;
     for (int r = 0; r < n; r++) {
-      time = Math.max(time, all[3 * r]);
-      wrong += (long) all[3 * r + 1];
-      maxRel = Math.max(maxRel, all[3 * r + 2]);
+      time = Math.max(time, all[k * r]);
+      wrong += (long) all[k * r + 1];
+      maxRel = Math.max(maxRel, all[k * r + 2]);
+      median = Math.max(median, all[k * r + 3]);
+      p99 = Math.max(p99, all[k * r + 4]);
     }
     if (w != null) {
       double algbw = l.bytes() / time / 1e9;
       w.row(new ResultWriter.Row(l.bytes(), l.totalCount(), cfg.typeName(), cfg.opName(), algo, time * 1e6,
-          algbw, algbw * busFactor(), wrong, maxRel, iters));
+          algbw, algbw * busFactor(), wrong, maxRel, iters, median * 1e6, p99 * 1e6));
     }
     return wrong;
+  }
+
+  /**
+   * Warm-up in rounds of doubling call counts until at least {@code minCalls} calls and
+   * {@code minSeconds} on the slowest rank, or {@code maxSeconds}; every rank makes the same calls
+   * (the time spent is agreed after each round). Returns the per-call times of the last round.
+   */
+  private long[] warmUp(Runnable call, int minCalls, double minSeconds, double maxSeconds) {
+    long[] warm = new long[0];
+    double[] e = new double[1];
+    double spent = 0;
+    long done = 0;
+    for (int k = Math.max(1, Math.min(minCalls, 64)); ; k = Math.min(2 * k, 1 << 20)) {
+      if (done > 0 && ((done >= minCalls && spent >= minSeconds) || spent >= maxSeconds)) break;
+      warm = new long[k];
+      long t0 = System.nanoTime();
+      for (int i = 0; i < k; i++) {
+        long s0 = System.nanoTime();
+        call.run();
+        warm[i] = System.nanoTime() - s0;
+      }
+      e[0] = (System.nanoTime() - t0) / 1e9;
+      ctrl.allReduce(HostTensor.of(e), ReduceOp.MAX);
+      spent += e[0];
+      done += k;
+    }
+    return warm;
+  }
+
+  /**
+   * Before the first row: every communicator under test (and the TCP baseline) runs its smallest
+   * call until the JIT has compiled the call path: at least {@link #JIT_CALLS} calls and 1 s, at most
+   * 10 s. Without it the first rows time the interpreter and the compiler threads, which take the
+   * cores the ranks wait on (1 KB host allReduce, 2 ranks on 2 cores: median 300-560 us over the
+   * first 1,000 calls, 2.9 us over 20,000).
+   */
+  private void jitWarmUp(BenchData.Layout l) {
+    try (Buffers b = new Buffers(l)) {
+      BenchData.fill(b.in, 1, rank, op);
+      b.upload();
+      for (Map.Entry<String, Communicator> c : comms.entrySet()) {
+        if (c.getKey().equals("CONTROL")) continue;
+        warmUp(b.din != null ? call(c.getValue(), b.din, b.dres) : call(c.getValue(), b.in, b.res), JIT_CALLS, 1.0, 10.0);
+      }
+      if (tcp != null) warmUp(() -> tcp.allReduce(b.in, b.res, op), JIT_CALLS, 1.0, 10.0);
+    }
+  }
+
+  /** Calls before the JIT has compiled a host call path (C2's invocation threshold is about 10,000). */
+  static final int JIT_CALLS = 20_000;
+
+  /** The value at quantile {@code q} of sorted {@code v} (nearest rank). */
+  static long percentile(long[] v, double q) {
+    int i = (int) Math.ceil(q * v.length) - 1;
+    return v[Math.max(0, Math.min(v.length - 1, i))];
   }
 
   private Runnable call(Communicator comm, Tensor in, Tensor res) {

@@ -37,7 +37,7 @@ class BenchMainTest {
   @Timeout(value = 120, unit = TimeUnit.SECONDS)
   void allAlgorithmsAndTcpBaselineAreCorrect() throws Exception {
     Path csv = tmp.resolve("bench.csv");
-    Result r = bench("--ranks", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1",
+    Result r = bench("--ranks", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1", "--warmup-time", "0",
         "--algo", "all", "--baseline", "tcp", "--csv", csv.toString());
     String diag = "stdout:\n" + r.out + "\nstderr:\n" + r.err;
     assertEquals(0, r.rc, diag);
@@ -45,7 +45,7 @@ class BenchMainTest {
     assertTrue(r.out.contains("# command: "), diag);
 
     List<String> lines = Files.readAllLines(csv);
-    assertEquals("size,count,type,redop,algo,time_us,algbw_GBps,busbw_GBps,wrong,max_rel_err", lines.get(0));
+    assertEquals("size,count,type,redop,algo,time_us,algbw_GBps,busbw_GBps,wrong,max_rel_err,median_us,p99_us", lines.get(0));
     List<String[]> rows = new ArrayList<>();
     for (String l : lines.subList(1, lines.size())) rows.add(l.split(","));
     // 1K, 4K, 16K, 64K x (flat, tree, lp, tcp)
@@ -55,7 +55,7 @@ class BenchMainTest {
     String[] algos = {"flat", "tree", "lp", "tcp"};
     for (int i = 0; i < rows.size(); i++) {
       String[] c = rows.get(i);
-      assertEquals(10, c.length, String.join(",", c));
+      assertEquals(12, c.length, String.join(",", c));
       assertEquals(sizes[i / 4], Long.parseLong(c[0]), String.join(",", c));
       assertEquals(sizes[i / 4] / 4, Long.parseLong(c[1]));
       assertEquals("float32", c[2]);
@@ -66,6 +66,8 @@ class BenchMainTest {
       assertEquals(0, Long.parseLong(c[8]), "wrong elements in " + String.join(",", c));
       double rel = Double.parseDouble(c[9]);
       assertTrue(rel >= 0 && rel < (c[4].equals("lp") ? 0.5 : 1e-6), "max_rel_err " + rel);
+      double median = Double.parseDouble(c[10]), p99 = Double.parseDouble(c[11]);
+      assertTrue(median > 0 && p99 >= median, "median_us " + median + ", p99_us " + p99);
       seen.add(c[4]);
     }
     assertEquals(new TreeSet<>(List.of(algos)), seen);

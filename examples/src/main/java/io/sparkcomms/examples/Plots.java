@@ -1,29 +1,31 @@
 package io.sparkcomms.examples;
 
-import java.awt.BasicStroke;
-import java.awt.Color;
-import java.awt.Font;
-import java.awt.FontMetrics;
-import java.awt.Graphics2D;
-import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import javax.imageio.ImageIO;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
- * Small line charts drawn with Java2D (headless), for the notebooks and the examples: a
- * {@link BufferedImage} that a Java notebook displays, or a PNG file.
+ * Small line charts for the notebooks and the examples, drawn by XChart (works headless): a
+ * {@link BufferedImage} that a Java notebook displays, or a PNG file. A thin builder over
+ * {@link XYChart}; {@link #chart(int, int)} gives the chart itself for further styling.
  */
 public final class Plots {
-  private static final Color[] COLORS = {new Color(31, 119, 180), new Color(214, 39, 40), new Color(44, 160, 44),
-      new Color(255, 127, 14), new Color(148, 103, 189)};
-
   /** One line of a chart. */
   public record Series(String name, double[] x, double[] y) {}
+
+  /** Margin on a logarithmic axis: the range is [min / LOG_PAD, max * LOG_PAD]. */
+  private static final double LOG_PAD = 1.2;
 
   private final String title;
   private final String xLabel;
@@ -38,8 +40,10 @@ public final class Plots {
     this.yLabel = yLabel;
   }
 
+  /** Adds a line; x and y are copied. On a logarithmic axis, every value of it must be positive. */
   public Plots line(String name, double[] x, double[] y) {
     if (x.length != y.length) throw new IllegalArgumentException("x and y differ in length");
+    if (x.length == 0) throw new IllegalArgumentException("series " + name + " is empty");
     series.add(new Series(name, x.clone(), y.clone()));
     return this;
   }
@@ -48,6 +52,9 @@ public final class Plots {
 
   public Plots logY() { logY = true; return this; }
 
+  /** The lines added so far. */
+  public List<Series> series() { return List.copyOf(series); }
+
   /** 1, 2, ..., n. */
   public static double[] range1(int n) {
     double[] x = new double[n];
@@ -55,97 +62,67 @@ public final class Plots {
     return x;
   }
 
-  private double tx(double v) { return logX ? Math.log10(v) : v; }
-
-  private double ty(double v) { return logY ? Math.log10(v) : v; }
-
-  public BufferedImage render(int width, int height) {
-    BufferedImage img = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g = img.createGraphics();
-    g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setColor(Color.WHITE);
-    g.fillRect(0, 0, width, height);
-    double x0 = Double.POSITIVE_INFINITY, x1 = Double.NEGATIVE_INFINITY, y0 = Double.POSITIVE_INFINITY, y1 = Double.NEGATIVE_INFINITY;
+  /** The XChart chart of these lines, width x height pixels. */
+  public XYChart chart(int width, int height) {
+    XYChart chart = new XYChartBuilder().width(width).height(height)
+        .title(title).xAxisTitle(xLabel).yAxisTitle(yLabel).build();
+    chart.getStyler()
+        .setXAxisLogarithmic(logX)
+        .setYAxisLogarithmic(logY)
+        .setLegendPosition(Styler.LegendPosition.OutsideS)  // below the plot: never over a point
+        .setLegendLayout(Styler.LegendLayout.Horizontal)
+        .setChartTitleVisible(true);
     for (Series s : series) {
-      for (int i = 0; i < s.x().length; i++) {
-        x0 = Math.min(x0, tx(s.x()[i]));
-        x1 = Math.max(x1, tx(s.x()[i]));
-        y0 = Math.min(y0, ty(s.y()[i]));
-        y1 = Math.max(y1, ty(s.y()[i]));
-      }
+      check(s, logX, s.x(), "x");
+      check(s, logY, s.y(), "y");
+      XYSeries xs = chart.addSeries(s.name(), s.x(), s.y());
+      xs.setMarker(SeriesMarkers.CIRCLE);
     }
-    if (!(x1 > x0)) { x0 -= 1; x1 += 1; }
-    if (!(y1 > y0)) { y0 -= 1; y1 += 1; }
-    double pad = (y1 - y0) * 0.05;
-    y0 -= pad;
-    y1 += pad;
-    int left = 80, right = 20, top = 40, bottom = 55;
-    int pw = width - left - right, ph = height - top - bottom;
-    g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
-    FontMetrics fm = g.getFontMetrics();
-    g.setColor(Color.BLACK);
-    g.drawString(title, (width - fm.stringWidth(title)) / 2, 24);
-    g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
-    fm = g.getFontMetrics();
-    g.drawRect(left, top, pw, ph);
-    for (int k = 0; k <= 5; k++) {
-      double xv = x0 + (x1 - x0) * k / 5;
-      double yv = y0 + (y1 - y0) * k / 5;
-      int px = left + pw * k / 5;
-      int py = top + ph - ph * k / 5;
-      g.setColor(new Color(230, 230, 230));
-      g.drawLine(px, top + 1, px, top + ph - 1);
-      g.drawLine(left + 1, py, left + pw - 1, py);
-      g.setColor(Color.BLACK);
-      String xs = label(logX ? Math.pow(10, xv) : xv);
-      String ys = label(logY ? Math.pow(10, yv) : yv);
-      g.drawString(xs, px - fm.stringWidth(xs) / 2, top + ph + 16);
-      g.drawString(ys, left - 6 - fm.stringWidth(ys), py + 4);
+    // XChart's automatic range on a logarithmic axis can end inside the data (the largest point
+    // drawn outside the plot); a range of the data's extent, padded by a factor, keeps every point in.
+    if (logX && !series.isEmpty()) {
+      chart.getStyler().setXAxisMin(min(true) / LOG_PAD).setXAxisMax(max(true) * LOG_PAD);
     }
-    g.drawString(xLabel, left + (pw - fm.stringWidth(xLabel)) / 2, height - 12);
-    Graphics2D gy = (Graphics2D) g.create();
-    gy.rotate(-Math.PI / 2);
-    gy.drawString(yLabel, -(top + (ph + fm.stringWidth(yLabel)) / 2), 16);
-    gy.dispose();
-    int legendY = top + 16;
-    for (int si = 0; si < series.size(); si++) {
-      Series s = series.get(si);
-      Color c = COLORS[si % COLORS.length];
-      g.setColor(c);
-      g.setStroke(new BasicStroke(2f));
-      int prevX = -1, prevY = -1;
-      for (int i = 0; i < s.x().length; i++) {
-        int px = left + (int) Math.round((tx(s.x()[i]) - x0) / (x1 - x0) * pw);
-        int py = top + ph - (int) Math.round((ty(s.y()[i]) - y0) / (y1 - y0) * ph);
-        if (prevX >= 0) g.drawLine(prevX, prevY, px, py);
-        g.fillOval(px - 3, py - 3, 6, 6);
-        prevX = px;
-        prevY = py;
-      }
-      g.drawLine(left + pw - 150, legendY - 4, left + pw - 125, legendY - 4);
-      g.setColor(Color.BLACK);
-      g.drawString(s.name(), left + pw - 120, legendY);
-      legendY += 16;
+    if (logY && !series.isEmpty()) {
+      chart.getStyler().setYAxisMin(min(false) / LOG_PAD).setYAxisMax(max(false) * LOG_PAD);
     }
-    g.dispose();
-    return img;
+    return chart;
   }
 
-  /** Renders 720x420 and writes a PNG. */
+  /** The chart drawn into an image of width x height pixels. */
+  public BufferedImage render(int width, int height) {
+    return BitmapEncoder.getBufferedImage(chart(width, height));
+  }
+
+  /** Renders 720x420 and writes it to file as a PNG (the name is used as given). */
   public Path writePng(Path file) {
-    try {
-      ImageIO.write(render(720, 420), "png", file.toFile());
+    try (OutputStream out = Files.newOutputStream(file)) {
+      BitmapEncoder.saveBitmap(chart(720, 420), out, BitmapEncoder.BitmapFormat.PNG);
       return file;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
   }
 
-  private static String label(double v) {
-    double a = Math.abs(v);
-    if (a >= 1e6 || (a < 1e-3 && a > 0)) return String.format("%.1e", v);
-    if (a >= 100) return String.format("%.0f", v);
-    if (a >= 1) return String.format("%.2f", v);
-    return String.format("%.3f", v);
+  private double min(boolean x) {
+    double m = Double.POSITIVE_INFINITY;
+    for (Series s : series) for (double v : x ? s.x() : s.y()) m = Math.min(m, v);
+    return m;
+  }
+
+  private double max(boolean x) {
+    double m = Double.NEGATIVE_INFINITY;
+    for (Series s : series) for (double v : x ? s.x() : s.y()) m = Math.max(m, v);
+    return m;
+  }
+
+  private static void check(Series s, boolean log, double[] v, String axis) {
+    if (!log) return;
+    for (double d : v) {
+      if (!(d > 0)) {
+        throw new IllegalArgumentException("series " + s.name() + ": " + axis + " = " + d
+            + " on a logarithmic " + axis + " axis (every value must be positive)");
+      }
+    }
   }
 }

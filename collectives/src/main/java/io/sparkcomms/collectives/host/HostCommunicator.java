@@ -15,6 +15,7 @@ import io.sparkcomms.collectives.lp.BlockQuantizer;
 import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -37,10 +38,13 @@ public final class HostCommunicator extends AbstractCommunicator {
   private final HostAllToAllV allToAllV;
   private volatile boolean aborted;
 
-  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched) {
+  private final ShmWake wake;  // null: waits park (one rank, or a rank could not open the channel)
+
+  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched, ShmWake wake) {
     super(rank, size, o, BackendOffer.HOST);
     this.seg = seg;
-    ShmContext x = new ShmContext(seg, new ShmSignals(seg, rank, o.timeout(), watched), rank, size);
+    this.wake = wake;
+    ShmContext x = new ShmContext(seg, new ShmSignals(seg, rank, o.timeout(), watched, wake), rank, size);
     HostReducer reducer = new HostReducer();
     this.dda = new DdaCollectives(x, reducer);
     this.lp = new LpCollectives(x, reducer, new BlockQuantizer(Thresholds.fp8Format(o), Thresholds.lpBlockSize(o)),
@@ -51,8 +55,10 @@ public final class HostCommunicator extends AbstractCommunicator {
   /**
    * Creates the communicator of {@code rv.rank()} among {@code rv.size()} ranks. Collective: every
    * rank must call it. Rank 0 creates the segment; the others map it; rank 0 unlinks the file once
-   * all have mapped it (or failed). Two rendezvous rounds: the greetings (every rank's process, and
-   * rank 0's segment path or its error), then every rank's mapping outcome.
+   * all have mapped it (or failed). Rendezvous rounds: the greetings (every rank's process, and
+   * rank 0's segment path or its error), then every rank's mapping outcome; after it the ranks
+   * connect their wake channels ({@link ShmWake}) directly. A rank that cannot is polled for by its
+   * peers instead of waking them.
    */
   public static HostCommunicator create(Rendezvous rv, CommOptions o) {
     return create(rv, o, ShmFiles.baseDirectory());
@@ -66,6 +72,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     long s = Thresholds.stagingBytes(o);
     ProcessId me = ProcessId.current();
     ShmSegment seg = null;
+    ShmWake wake = null;
     String err = null;
     if (r == 0) {
       try {
@@ -110,14 +117,39 @@ public final class HostCommunicator extends AbstractCommunicator {
           err = e.getMessage();
         }
       }
+      if (seg != null && n > 1) {
+        try {
+          wake = ShmWake.listen(r, n);
+          seg.publishWakePort(r, wake.port());
+        } catch (IOException | RuntimeException e) {
+          seg.publishWakePort(r, -1);
+          warnNoWake(r, "cannot listen on loopback: " + e);
+        }
+      }
       byte[][] status = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
       for (int p = 0; p < n; p++) {
         String st = new String(status[p], StandardCharsets.UTF_8);
         if (st.startsWith("ERR ")) throw new CommException("rank " + p + " could not map the shared-memory segment: " + st.substring(4));
         if (!st.equals("OK")) throw new CommException("rank " + p + " sent an unreadable mapping status: '" + st.substring(0, Math.min(80, st.length())) + "'");
       }
-      return new HostCommunicator(r, n, o, seg, watched);
+      if (wake != null) {
+        // every rank published its port (or -1: none) before the round above
+        ShmSegment s0 = seg;
+        try {
+          wake.connect(p -> s0.wakePort(p), seg.wakeToken(), System.nanoTime() + o.timeout().toNanos(),
+              p -> watched[p] != null && PeerWatch.exited(watched[p]));
+        } catch (ShmWake.PeerExited e) {
+          throw new CommException("communicator creation failed on rank " + r + ": " + e.getMessage());
+        } catch (IOException | RuntimeException e) {
+          // a rank without a wake channel still works: its peers poll for it instead of sleeping
+          seg.publishWakePort(r, -1);
+          wake = null;
+          warnNoWake(r, e.getMessage());
+        }
+      }
+      return new HostCommunicator(r, n, o, seg, watched, wake);
     } catch (RuntimeException e) {
+      if (wake != null) wake.close();
       if (seg != null) seg.close();
       throw e;
     } finally {
@@ -135,12 +167,20 @@ public final class HostCommunicator extends AbstractCommunicator {
   @Override public void abort(String reason) {
     aborted = true;
     if (!isClosed()) seg.abort(rank, reason);
+    if (wake != null) {  // sleepers here and on the peers see the abort now, not at their next check
+      wake.wakeAll();
+      wake.interrupt();
+    }
   }
 
   @Override public boolean isAborted() { return aborted || (!isClosed() && seg.isAborted()); }
 
   @Override protected void release() {
     seg.markDetached(rank); // peers still waiting for this rank fail now instead of at their timeout
+    if (wake != null) {
+      wake.wakeAll();
+      wake.close();
+    }
     seg.close();
   }
 
@@ -211,6 +251,11 @@ public final class HostCommunicator extends AbstractCommunicator {
       }
       throw e;
     }
+  }
+
+  private static void warnNoWake(int rank, String why) {
+    System.getLogger(HostCommunicator.class.getName()).log(System.Logger.Level.WARNING, "rank " + rank
+        + ": no wake channel (" + why + "); its peers poll for its arrivals instead of sleeping until woken");
   }
 
   /** {@code plan} with a local argument problem: its tensors are then unused, and every rank raises at the first barrier. */

@@ -25,10 +25,11 @@ import java.util.EnumSet;
  * <pre>
  * [header 4 KiB][control block per rank, 8 KiB each][data per rank: input area S | result area S]
  * header:  magic 0, ranks 8, staging bytes 16, creator pid 24 + start time 32 + PID namespace 40,
- *          48 and 56 barrier words (ShmSignals), abort state 64 + rank 68, peers mapped 72,
- *          abort reason length 128 + text 132..4096
+ *          barrier outcome 48 (ShmSignals), abort state 64 + rank 68, peers mapped 72,
+ *          wake token 80..96 (ShmWake), abort reason length 128 + text 132..3840,
+ *          sleeping flag per rank 3840..4096 (ShmSignals)
  * control: 64 barrier slots of 64 bytes (slot p = last epoch rank p signalled to this rank),
- *          two call descriptors (by call parity), 8 unused bytes, detached flag
+ *          two call descriptors (by call parity), wake port, detached flag
  * </pre>
  *
  * The file is created 0600 with CREATE_NEW under a random 128-bit name and backed in full at once
@@ -50,8 +51,7 @@ final class ShmSegment implements AutoCloseable {
   static final int SLOT_BYTES = 64;
   static final int DESC_OFFSET = 4096;   // in a control block: two descriptors of DESC_BYTES
   static final int DESC_BYTES = 1024;
-  // in a control block, from 6144: 8 bytes unused (a per-rank pid that nothing read; liveness uses
-  // the greeting's ProcessId), then the detached flag
+  static final int WAKE_PORT_OFFSET = 6144;    // int: the rank's wake channel port (ShmWake)
   static final int DETACHED_OFFSET = 6144 + 8; // int: 1 once the rank closed its communicator
   static final int CREATOR_PID = 24;      // header: pid of the process that created the file
   static final int CREATOR_START = 32;    // header: its start time, epoch ms (0 if unknown)
@@ -59,9 +59,13 @@ final class ShmSegment implements AutoCloseable {
   static final int ABORT_STATE = 64;      // int: 0 ok, 1 reason being written, 2 aborted
   static final int ABORT_RANK = 68;
   static final int MAPPED = 72;           // int: peers (ranks but the creator) that mapped the file and checked its header
+  static final int OUTCOME = 48;          // long: last decided barrier epoch << 1 | 1 if it failed (ShmSignals)
+  static final int WAKE_TOKEN = 80;       // 16 random bytes from the creator: a wake connection's proof (ShmWake)
   static final int ABORT_LEN = 128;
   static final int ABORT_TEXT = 132;
-  static final int ABORT_TEXT_MAX = HEADER_BYTES - ABORT_TEXT;
+  /** Per rank an int, 1 while the rank sleeps in a barrier: all in a few lines that stay in every cache. */
+  static final int SLEEPING = HEADER_BYTES - 4 * MAX_RANKS;
+  static final int ABORT_TEXT_MAX = SLEEPING - ABORT_TEXT;
 
   /** The smallest staging area per rank (allToAllV keeps its sizes table of up to 1552 bytes in it). */
   static final long MIN_STAGING_BYTES = 4096;
@@ -74,6 +78,8 @@ final class ShmSegment implements AutoCloseable {
 
   static final VarHandle LONGS = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
   static final VarHandle INTS = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
+
+  private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
   private final Path path;
   private final int ranks;
@@ -160,6 +166,9 @@ final class ShmSegment implements AutoCloseable {
       ShmSegment s = new ShmSegment(p, ranks, stagingBytes, ch);
       s.ctrl.putInt(8, ranks);
       s.ctrl.putLong(16, stagingBytes);
+      byte[] token = new byte[ShmWake.TOKEN_BYTES];
+      RANDOM.nextBytes(token);
+      s.ctrl.put(WAKE_TOKEN, token);
       LONGS.setRelease(s.ctrl, 0, MAGIC);
       return s;
     } catch (IOException e) {
@@ -258,6 +267,21 @@ final class ShmSegment implements AutoCloseable {
   }
 
   static int ctrlBase(int rank) { return HEADER_BYTES + rank * CTRL_BYTES; }
+
+  /** Byte offset (in {@link #ctrl}) of the flag that says {@code rank} sleeps in a barrier. */
+  static int sleeping(int rank) { return SLEEPING + 4 * rank; }
+
+  /** The creator's wake token. */
+  byte[] wakeToken() {
+    byte[] t = new byte[ShmWake.TOKEN_BYTES];
+    ctrl.get(WAKE_TOKEN, t);
+    return t;
+  }
+
+  void publishWakePort(int rank, int port) { INTS.setRelease(ctrl, ctrlBase(rank) + WAKE_PORT_OFFSET, port); }
+
+  /** A peer's published wake port: untrusted, {@link ShmWake#connect} checks its range. */
+  int wakePort(int rank) { return (int) INTS.getAcquire(ctrl, ctrlBase(rank) + WAKE_PORT_OFFSET); }
 
   /** Byte offset (in {@link #ctrl}) of the slot where {@code from} signals {@code to}. */
   static int slot(int to, int from) { return ctrlBase(to) + from * SLOT_BYTES; }

@@ -844,7 +844,13 @@ public final class FaultInjection {
             // the rank closes before its next call: that is the fault's moment
             victimTrial = v.collect(fid, tFault + (cfg.timeoutMs + cfg.slackMs) * 1_000_000L);
             Worker.Line closing = victimTrial.first("CLOSING");
-            if (closing != null) tFault = closing.nanos();
+            if (closing != null) {
+              // the victim's own clock (System.nanoTime: CLOCK_MONOTONIC on Linux) when it began to close:
+              // a peer woken by the close can raise, and be read, before this line is read
+              String[] w = closing.text().split(" ");
+              long tc = w.length >= 5 && w[3].equals("at") ? Long.parseLong(w[4]) : closing.nanos();
+              tFault = Math.abs(tc - closing.nanos()) < 10_000_000_000L ? tc : closing.nanos();
+            }
             row.wrong += (int) victimTrial.count("WRONG");
             if (victimTrial.done() && closing != null && victimTrial.first("CLOSED") != null) {
               row.victimsOk++;

@@ -50,7 +50,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@code CREATED id ok prevclose ms} (ms: how long this process's previous communicator close took, -1 if none), {@code STREAM id first-call} (right before the first collective),
  * {@code CALL id i} (right before checked call i, from 0 on: its inputs, the collective, its check; flushed
  * before the call starts, so a parent that read it knows this rank had entered call i), {@code WRONG id detail},
- * {@code CLOSING id calls} and {@code CLOSED id calls} (around the close a CLOSE asked for),
+ * {@code CLOSING id calls at NANOS} and {@code CLOSED id calls} (around the close a CLOSE asked for;
+ * NANOS: System.nanoTime just before the close),
  * {@code CORRUPTED id ok at nanos calls i peer p value v} (the helper's write; nanos: System.nanoTime()
  * right before it, i: the RUN's call index then) or {@code CORRUPTED id failed: ...},
  * {@code ALGOS id calls FLAT=n LP=n ...} (calls completed, by protocol), {@code DONE id calls},
@@ -209,7 +210,7 @@ public final class WorkerMain {
       for (; calls < 0 || i < calls; i++) {
         if (id.equals(closeRequest)) {  // detach while the peers still call
           awaitCorrupter(corrupter, id);
-          out.println("CLOSING " + id + " " + i);
+          out.println("CLOSING " + id + " " + i + " at " + System.nanoTime());  // the fault's moment, on this clock
           Communicator closing = c;
           c = null;
           retireAndClose(closing);
