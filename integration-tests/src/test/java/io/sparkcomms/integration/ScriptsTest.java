@@ -48,9 +48,10 @@ class ScriptsTest {
     Path out = Files.createTempFile(tmp, "out", ".txt"), err = Files.createTempFile(tmp, "err", ".txt");
     pb.redirectOutput(out.toFile()).redirectError(err.toFile());
     Process p = pb.start();
-    if (!p.waitFor(120, TimeUnit.SECONDS)) {
+    // a hang guard: SparkSubmit's JVM start alone took minutes on a loaded two-core machine
+    if (!p.waitFor(600, TimeUnit.SECONDS)) {
       p.destroyForcibly().waitFor();
-      throw new AssertionError(String.join(" ", cmd) + " did not finish within 120 s");
+      throw new AssertionError(String.join(" ", cmd) + " did not finish within 600 s");
     }
     Run r = new Run(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
     Files.delete(out);
