@@ -8,7 +8,8 @@
 # The two libraries compile in parallel (one translation unit each: src/main/cpp/library.cu).
 # Exits 0 with a message when nvcc is absent, so a Maven build without CUDA still succeeds.
 # Skipped, with a one-line message, while the outputs are newer than every source (src/main/cpp,
-# src/test/cpp, this script) and were built with the same nvcc, archs and verbosity.
+# the GPU test program's sc_gpu_test.cpp and *.inc, this script) and were built with the same nvcc,
+# archs and verbosity.
 # Env: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc), SC_CUDA_ARCHS (default "90"),
 #      SC_GPU_VERBOSE=true (Maven: -Dsc.gpuVerbose=true): ptxas resource usage and spill warnings
 #      of every kernel, printed (the rebuild it forces, and later skipped builds, show them).
@@ -49,7 +50,8 @@ nvcc_version="$("$nvcc" --version | tail -1)"
 config="$nvcc $nvcc_version archs=$archs verbose=$verbose"
 outputs="$lib_out/libsparkcomms_cuda.so $test_out/linux-x86_64/libsparkcomms_cuda.so"
 [[ -f "$test_src" ]] && outputs+=" $test_out/sc_gpu_test"
-if sc_stamp_fresh "$stamp" "$config" "$outputs" "$here/src/main/cpp" "$here/src/test/cpp" "${BASH_SOURCE[0]}" "$here/build-stamp.sh"; then
+inputs=("$here/src/main/cpp" "$here"/src/test/cpp/sc_gpu_test.cpp "$here"/src/test/cpp/*.inc "${BASH_SOURCE[0]}" "$here/build-stamp.sh")
+if sc_stamp_fresh "$stamp" "$config" "$outputs" "${inputs[@]}"; then
   echo "[sparkcomms] CUDA library up to date (no source newer than ${stamp#$here/}): nvcc skipped"
   [[ $verbose == true ]] && cat "$out/build-cuda.log"
   exit 0
