@@ -39,7 +39,7 @@ class ExecutorLossTest {
     LocalClusters.setSystemProperties(dir);
   }
 
-  @Test @Timeout(240) void anExecutorKilledMidCollectiveFailsTheStageAndTheRetrySucceeds() throws Exception {
+  @Test @Timeout(600) void anExecutorKilledMidCollectiveFailsTheStageAndTheRetrySucceeds() throws Exception {
     Path events = dir.resolve("events.log");
     String eventsPath = events.toString();
     SparkConf conf = LocalClusters.conf("local-cluster[2,1,1024]", 2, "sparkcomms-executor-loss")
