@@ -19,8 +19,8 @@ import java.util.Set;
 /**
  * The checked matrix of {@link CollectiveChecker#runMatrix} on the host backend, ranks as threads of
  * this JVM, one communicator per forced algorithm, with a small staging area so large counts run in
- * many chunks. The Host*MatrixTest classes each run a part of it (by collective, algorithm or rank count), so that no test
- * class runs for minutes without a report; together they run all of it.
+ * many chunks. The Host*MatrixTest classes each run a part of it (by collective, algorithm or rank
+ * count), so that no test class runs for minutes without a report; together they run all of it.
  */
 final class HostMatrix {
   /** 1M+3: the large count, which runs in many chunks of the 256K staging area. */
