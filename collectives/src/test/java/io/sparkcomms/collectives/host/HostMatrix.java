@@ -25,6 +25,12 @@ import java.util.Set;
 final class HostMatrix {
   /** 1M+3: the large count, which runs in many chunks of the 256K staging area. */
   static final int[] COUNTS = {1, 7, 1023, (1 << 20) + 3};
+  /**
+   * reduceScatter: the count is each rank's output, and its input is ranks x count (8M+24 elements
+   * at 8 ranks for 1M+3). 256K+3 still spans 2 (2-byte types) to 8 (8-byte types) full chunks of
+   * the 256K staging area plus a partial one, in each rank's slice, at every rank count.
+   */
+  static final int[] COUNTS_REDUCE_SCATTER = {1, 7, 1023, (1 << 18) + 3};
   /** 16 ranks (more ranks than an MI300 node has GPUs), smaller counts. */
   static final int[] COUNTS_16_RANKS = {1, 7, 1023, 40_001};
 
