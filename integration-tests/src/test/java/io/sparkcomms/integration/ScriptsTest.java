@@ -129,7 +129,7 @@ class ScriptsTest {
   void benchHelpAndUsageErrors() throws Exception {
     assertHelp(run("sparkcomms-bench", "--spark", "-h"), "sparkcomms-bench", "--spark", "(default 8K)", "SPARKCOMMS_SUBMIT_OPTS");
     assumeTrue(built("benchmarks", "benchmarks"), "benchmarks jar or benchmarks/target/lib not built");
-    assertHelp(run("sparkcomms-bench", "-h"), "usage: sparkcomms-bench", "--ranks N", "(default 2)", "Exit status");
+    assertHelp(run("sparkcomms-bench", "-h"), "sparkcomms-bench", "--ranks N", "(default 2)", "Exit status");
     assertUsageError(run("sparkcomms-bench", "--bogus"), "sparkcomms-bench: ", "unknown option --bogus");
   }
 }
