@@ -7,7 +7,12 @@
 #                                                                    against the test build)
 # The two libraries compile in parallel (one translation unit each: src/main/cpp/library.cu).
 # Exits 0 with a message when nvcc is absent, so a Maven build without CUDA still succeeds.
-# Env: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc), SC_CUDA_ARCHS (default "90").
+# Skipped, with a one-line message, while the outputs are newer than every source (src/main/cpp,
+# the GPU test program's sc_gpu_test.cpp and *.inc, this script) and were built with the same nvcc,
+# archs and verbosity.
+# Env: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc), SC_CUDA_ARCHS (default "90"),
+#      SC_GPU_VERBOSE=true (Maven: -Dsc.gpuVerbose=true): ptxas resource usage and spill warnings
+#      of every kernel, printed (the rebuild it forces, and later skipped builds, show them).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/src/main/cpp"
@@ -28,12 +33,33 @@ archs="${SC_CUDA_ARCHS:-90}"
 gencode=()
 for a in $archs; do gencode+=(-gencode "arch=compute_${a},code=sm_${a}"); done
 
+verbose=false
+case "${SC_GPU_VERBOSE:-false}" in true|1|on|yes) verbose=true ;; esac
+
 sources=("$src/library.cu" "$src/core/status.cc" "$src/core/param.cc")
 flags=(-std=c++17 -O3 "${gencode[@]}" -cudart static -Xcompiler -fPIC -Xcompiler -fvisibility=hidden
-  -Xcompiler -Wall -Xptxas -warn-spills -I"$src" -shared)
+  -Xcompiler -Wall -I"$src" -shared)
+# ptxas' per-kernel report (registers, spills; mangled kernel names) only on request
+[[ $verbose == true ]] && flags+=(-Xptxas -v,-warn-spills)
 test_out="$out/test"
+test_src="$here/src/test/cpp/sc_gpu_test.cpp"
+
+. "$here/build-stamp.sh"
+stamp="$out/cuda.stamp"
+nvcc_version="$("$nvcc" --version | tail -1)"
+config="$nvcc $nvcc_version archs=$archs verbose=$verbose"
+outputs="$lib_out/libsparkcomms_cuda.so $test_out/linux-x86_64/libsparkcomms_cuda.so"
+[[ -f "$test_src" ]] && outputs+=" $test_out/sc_gpu_test"
+inputs=("$here/src/main/cpp" "$here"/src/test/cpp/sc_gpu_test.cpp "$here"/src/test/cpp/*.inc "${BASH_SOURCE[0]}" "$here/build-stamp.sh")
+if sc_stamp_fresh "$stamp" "$config" "$outputs" "${inputs[@]}"; then
+  echo "[sparkcomms] CUDA library up to date (no source newer than ${stamp#$here/}): nvcc skipped"
+  [[ $verbose == true ]] && cat "$out/build-cuda.log"
+  exit 0
+fi
+sc_stamp_begin "$stamp" "$config"
+
 mkdir -p "$lib_out" "$test_out/linux-x86_64"
-echo "[sparkcomms] $("$nvcc" --version | tail -1)"
+echo "[sparkcomms] $nvcc_version"
 echo "[sparkcomms] building $lib_out/libsparkcomms_cuda.so and its test build for sm_${archs// /,sm_}"
 "$nvcc" "${flags[@]}" -o "$lib_out/libsparkcomms_cuda.so" "${sources[@]}" \
   -Xlinker --exclude-libs=ALL -ldl -lpthread -lrt > "$out/build-cuda.log" 2>&1 &
@@ -55,10 +81,10 @@ if command -v nm >/dev/null 2>&1; then
   fi
 fi
 
-test_src="$here/src/test/cpp/sc_gpu_test.cpp"
 if [[ -f "$test_src" ]]; then
   echo "[sparkcomms] building $test_out/sc_gpu_test"
   g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -o "$test_out/sc_gpu_test" "$test_src" \
     -L"$test_out/linux-x86_64" -lsparkcomms_cuda -Wl,-rpath,'$ORIGIN/linux-x86_64' -Wl,-rpath,'$ORIGIN' -lpthread -ldl
 fi
+sc_stamp_commit "$stamp"
 echo "[sparkcomms] CUDA build done"

@@ -6,6 +6,8 @@
 #   compiler knows it: clang >= 20) down to AMDGPU assembly in native/target/native/hip-device/,
 #   a compile check without a ROCm install.
 # Exits 0 with a message when neither is available, so a Maven build without HIP succeeds.
+# Skipped, with a one-line message, while the outputs are newer than every source (src/main/cpp,
+# this script) and were built by the same compiler for the same archs.
 # Env: HIPCC, CLANG_HIP (default: the newest of clang++-22 .. clang++-19 on PATH),
 #      SC_HIP_ARCHS (default "gfx942 gfx950").
 set -euo pipefail
@@ -15,6 +17,9 @@ sources=("$src/library.cu" "$src/core/status.cc" "$src/core/param.cc")
 out="$here/target/native"
 lib_out="$out/linux-x86_64"
 archs="${SC_HIP_ARCHS:-gfx942 gfx950}"
+. "$here/build-stamp.sh"
+stamp="$out/hip.stamp"
+inputs=("$here/src/main/cpp" "${BASH_SOURCE[0]}" "$here/build-stamp.sh")
 
 rocm_version() {
   local v=""
@@ -43,9 +48,16 @@ if [[ -x "$hipcc" && -n "$ver" && "${ver%%.*}" -ge 6 ]]; then
   [[ -z "$use" ]] && { echo "[sparkcomms] hipcc supports none of: $archs; skipping"; exit 0; }
   flags=()
   for a in $use; do flags+=(--offload-arch="$a"); done
+  config="$hipcc ROCm $ver archs=$use"
+  if sc_stamp_fresh "$stamp" "$config" "$lib_out/libsparkcomms_hip.so" "${inputs[@]}"; then
+    echo "[sparkcomms] HIP library up to date (no source newer than ${stamp#$here/}): hipcc skipped"
+    exit 0
+  fi
+  sc_stamp_begin "$stamp" "$config"
   echo "[sparkcomms] ROCm $ver: building $lib_out/libsparkcomms_hip.so for $use"
   "$hipcc" -std=c++17 -O3 "${flags[@]}" -fPIC -shared -fvisibility=hidden -I"$src" \
     -o "$lib_out/libsparkcomms_hip.so" "${sources[@]}" -ldl -lpthread
+  sc_stamp_commit "$stamp"
   echo "[sparkcomms] HIP build done"
   exit 0
 fi
@@ -62,6 +74,14 @@ if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
   [[ $predef == *"__AMDGCN_WAVEFRONT_SIZE "* ]] || wave=(-D__AMDGCN_WAVEFRONT_SIZE=64)
   use=$(supported_archs "$clang")
   [[ -z "$use" ]] && { echo "[sparkcomms] $clang supports none of: $archs; skipping"; exit 0; }
+  config="$clang $("$clang" --version | sed -n 1p) device-only archs=$use ${wave[*]}"
+  dev_outputs=""
+  for a in $use; do dev_outputs+=" $out/hip-device/sparkcomms-$a.s"; done
+  if sc_stamp_fresh "$stamp" "$config" "$dev_outputs" "${inputs[@]}"; then
+    echo "[sparkcomms] HIP device code up to date (no source newer than ${stamp#$here/}): $(basename "$clang") skipped"
+    exit 0
+  fi
+  sc_stamp_begin "$stamp" "$config"
   mkdir -p "$out/hip-device"
   for a in $use; do
     echo "[sparkcomms] no ROCm >= 6: compiling device code only for $a with $(basename "$clang")"
@@ -70,6 +90,7 @@ if [[ -n "$clang" && -r /usr/include/hip/hip_runtime.h ]]; then
     n=$(grep -c '^[[:space:]]*\.amdhsa_kernel ' "$out/hip-device/sparkcomms-$a.s" || true)
     echo "[sparkcomms] $a: $n kernels compiled to AMDGPU assembly ($out/hip-device/sparkcomms-$a.s)"
   done
+  sc_stamp_commit "$stamp"
   echo "[sparkcomms] HIP device-code check done (no host library without ROCm >= 6)"
   exit 0
 fi

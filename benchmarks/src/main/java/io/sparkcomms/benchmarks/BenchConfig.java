@@ -117,6 +117,13 @@ final class BenchConfig {
         "Exit status: 0 ok, 1 a rank failed or a result was wrong, 2 usage error or backend unavailable.");
   }
 
+  /** Every option that takes a value (each is a case of {@link #parse}). */
+  private static final Set<String> VALUE_OPTIONS = Set.of(
+      "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-w", "--warmup_iters", "--warmup",
+      "-n", "--iters", "--target-time", "--warmup-time", "--min-iters", "--max-iters", "-d", "--datatype", "--dtype",
+      "-o", "--op", "-c", "--collective", "--backend", "--ranks", "--algo", "--baseline", "--timing",
+      "--staging", "--lp-block", "--csv", "--seed", "--timeout");
+
   static BenchConfig parse(String[] args) {
     BenchConfig c = new BenchConfig();
     for (int i = 0; i < args.length; i++) {
@@ -132,6 +139,7 @@ final class BenchConfig {
         continue;
       }
       if (a.equals("--spark")) throw new UsageException("--spark is run by bin/sparkcomms-bench (through SparkSubmit)");
+      if (!VALUE_OPTIONS.contains(a)) throw new UsageException("unknown option " + a);
       if (v == null) {
         if (i + 1 >= args.length) throw new UsageException(a + " needs a value");
         v = args[++i];

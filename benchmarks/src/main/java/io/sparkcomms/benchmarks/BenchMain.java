@@ -35,8 +35,7 @@ public final class BenchMain {
     try {
       cfg = BenchConfig.parse(args);
     } catch (BenchConfig.UsageException e) {
-      err.println("sparkcomms-bench: " + e.getMessage());
-      err.println("run with -h for the options");
+      err.println("sparkcomms-bench: " + e.getMessage() + " (-h for the options)");
       return 2;
     }
     if (cfg.help) {

@@ -136,6 +136,24 @@ class BenchMainTest {
   }
 
   @Test
+  void usageErrorsAreOneLineAndExitTwo() {
+    String[][] cases = {{"--bogus"}, {"--bogus", "3"}, {"--bogus=3"}, {"--ranks", "0"}, {"--ranks", "x"}, {"--ranks"}, {"-n", "-1"}};
+    String[] expected = {"unknown option --bogus", "unknown option --bogus", "unknown option --bogus", "--ranks must be in 1..64",
+        "not a number", "--ranks needs a value", "-n must be >= 1"};
+    for (int k = 0; k < cases.length; k++) {
+      Result r = bench(cases[k]);
+      String what = String.join(" ", cases[k]) + ": " + r.err;
+      assertEquals(2, r.rc, what);
+      assertTrue(r.err.startsWith("sparkcomms-bench: ") && r.err.contains(expected[k]), what);
+      assertTrue(!r.err.contains("Exception") && !r.err.contains("\tat "), what);
+      assertEquals("", r.out, what);
+    }
+    Result help = bench("-h");
+    assertEquals(0, help.rc);
+    assertTrue(help.out.startsWith("usage: sparkcomms-bench") && help.out.contains("(default 2)"), help.out);
+  }
+
+  @Test
   void sizesFollowTheFactor() {
     BenchConfig c = BenchConfig.parse(new String[] {"-b", "1K", "-e", "64M", "-f", "4"});
     assertEquals(List.of(1L << 10, 1L << 12, 1L << 14, 1L << 16, 1L << 18, 1L << 20, 1L << 22, 1L << 24, 1L << 26), c.sizes());

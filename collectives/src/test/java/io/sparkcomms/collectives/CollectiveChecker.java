@@ -3,24 +3,73 @@ package io.sparkcomms.collectives;
 import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.plan.CallPlanner;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import java.util.stream.IntStream;
 
 /**
  * Runs collectives on one rank and checks this rank's output against a float64 reference. Every
  * rank's input is a pure function of (seed, call, rank, element), so each rank — thread or process —
  * can compute the reference of its own output without exchanging data. Outputs are poisoned first, so
  * an element the collective did not write fails.
+ *
+ * <p>Ranks that are threads of one JVM may share a {@link References}: the expected output of an
+ * allReduce or allGather is the same on every rank, so it is computed once per call (in parallel)
+ * instead of once per rank; each rank still compares every element of its own output with it.
  */
 public final class CollectiveChecker {
   private final Communicator comm;
   private final long seed;
+  private final References shared;
   private long callId;
   private final List<String> failures = new ArrayList<>();
   private int checkedCalls;
 
-  public CollectiveChecker(Communicator comm, long seed) {
+  public CollectiveChecker(Communicator comm, long seed) { this(comm, seed, null); }
+
+  /** {@code shared}: the expected outputs shared with the other ranks of this JVM, or null. */
+  public CollectiveChecker(Communicator comm, long seed, References shared) {
     this.comm = comm;
     this.seed = seed;
+    this.shared = shared;
+  }
+
+  /**
+   * Expected outputs (value and error bound per element) shared by the {@code ranks} ranks of one JVM
+   * that check the same calls with the same seed: the first rank to ask computes one, the others wait
+   * for it, and the entry is dropped once every rank has fetched it.
+   */
+  public static final class References {
+    private final int ranks;
+    private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
+
+    public References(int ranks) { this.ranks = ranks; }
+
+    private static final class Entry {
+      final AtomicInteger fetched = new AtomicInteger();
+      double[][] value;
+
+      synchronized double[][] get(Supplier<double[][]> compute) {
+        if (value == null) value = compute.get();
+        return value;
+      }
+    }
+
+    double[][] get(String key, Supplier<double[][]> compute) {
+      Entry e = entries.computeIfAbsent(key, k -> new Entry());
+      double[][] v = e.get(compute);
+      if (e.fetched.incrementAndGet() == ranks) entries.remove(key);
+      return v;
+    }
+  }
+
+  /** {@code compute}, through the shared references when this checker has them. */
+  private double[][] expected(String key, Supplier<double[][]> compute) {
+    return shared == null ? compute.get() : shared.get(seed + "|" + key, compute);
   }
 
   public List<String> failures() { return failures; }
@@ -187,6 +236,12 @@ public final class CollectiveChecker {
     }
   }
 
+  /** Element indices: in parallel where the reference is shared (one rank computes it for all). */
+  private IntStream range(int count) {
+    IntStream s = IntStream.range(0, count);
+    return shared != null && count >= 4096 ? s.parallel() : s;
+  }
+
   private void check(String what, HostTensor out, long i, double ref, double bound) {
     double got = out.getDouble(i);
     boolean ok = bound == 0 ? Double.compare(got, ref) == 0 || got == ref : Math.abs(got - ref) <= bound;
@@ -229,12 +284,19 @@ public final class CollectiveChecker {
     comm.allReduce(in, out, op);
     Protocol algo = usedSince(before);
     String what = "allReduce(" + dt + ", " + op + ", count=" + count + ", " + algo + (inPlace ? ", in-place" : "") + ", " + shape + ")";
-    double[] xs = new double[n];
-    for (int i = 0; i < count; i++) {
-      for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, i, dt, op, shape, count);
-      double[] rb = reduceRef(xs, op, dt, algo, n * blockAmax(shape, i, count, bs()));
-      check(what, out, i, rb[0], rb[1]);
-    }
+    int bs = bs();
+    double[][] ref = expected("allReduce " + call + " " + dt + " " + op + " " + count + " " + algo + " " + shape + " " + n, () -> {
+      double[][] e = new double[2][count];
+      range(count).forEach(i -> {
+        double[] xs = new double[n];
+        for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, i, dt, op, shape, count);
+        double[] rb = reduceRef(xs, op, dt, algo, n * blockAmax(shape, i, count, bs));
+        e[0][i] = rb[0];
+        e[1][i] = rb[1];
+      });
+      return e;
+    });
+    for (int i = 0; i < count; i++) check(what, out, i, ref[0][i], ref[1][i]);
     checkedCalls++;
     return algo;
   }
@@ -278,12 +340,18 @@ public final class CollectiveChecker {
     Protocol algo = usedSince(before);
     boolean lp = algo == Protocol.LP;
     String what = "allGather(" + dt + ", count=" + count + ", " + algo + ")";
-    for (int p = 0; p < n; p++) {
-      for (int i = 0; i < count; i++) {
+    int bs = bs();
+    double[][] ref = expected("allGather " + call + " " + dt + " " + count + " " + algo + " " + shape + " " + n, () -> {
+      double[][] e = new double[2][n * count];
+      range(n * count).forEach(k -> {
+        int p = k / count, i = k % count;
         double x = input(seed, call, p, i, dt, null, shape, count);
-        check(what, out, (long) p * count + i, x, moveBound(x, dt, lp, blockAmax(shape, i, count, bs())));
-      }
-    }
+        e[0][k] = x;
+        e[1][k] = moveBound(x, dt, lp, blockAmax(shape, i, count, bs));
+      });
+      return e;
+    });
+    for (int k = 0; k < n * count; k++) check(what, out, k, ref[0][k], ref[1][k]);
     checkedCalls++;
     return algo;
   }
@@ -345,26 +413,38 @@ public final class CollectiveChecker {
   }
 
   public static List<String> runMatrix(java.util.function.Function<Algorithm, Communicator> commFor, long seed, int[] counts, Algorithm[] algorithms) {
+    return runMatrix(commFor, seed, counts, algorithms, EnumSet.allOf(Collective.class), null);
+  }
+
+  /**
+   * The matrix restricted to the collectives in {@code which} (allReduce in-place with ALL_REDUCE),
+   * with expected outputs shared through {@code shared} (null: none) by the ranks of this JVM.
+   */
+  public static List<String> runMatrix(java.util.function.Function<Algorithm, Communicator> commFor, long seed, int[] counts,
+      Algorithm[] algorithms, Set<Collective> which, References shared) {
+    boolean ar = which.contains(Collective.ALL_REDUCE), rs = which.contains(Collective.REDUCE_SCATTER);
+    boolean ag = which.contains(Collective.ALL_GATHER), a2a = which.contains(Collective.ALL_TO_ALL);
+    boolean bc = which.contains(Collective.BROADCAST);
     List<String> fails = new ArrayList<>();
     for (Algorithm a : algorithms) {
-      CollectiveChecker ck = new CollectiveChecker(commFor.apply(a), seed + a.ordinal() * 1_000_003L);
+      CollectiveChecker ck = new CollectiveChecker(commFor.apply(a), seed + a.ordinal() * 1_000_003L, shared);
       for (int count : counts) {
         for (DataType dt : DataType.values()) {
           for (ReduceOp op : ReduceOp.examples()) {
             if (!op.supports(dt)) continue;
             if (a == Algorithm.LP && !CallPlanner.lowPrecisionEligible(Collective.ALL_REDUCE, dt, op)) continue;
-            ck.allReduce(dt, op, count, false, Shape.UNIFORM);
-            if (a != Algorithm.TREE) ck.reduceScatter(dt, op, count, Shape.UNIFORM);
+            if (ar) ck.allReduce(dt, op, count, false, Shape.UNIFORM);
+            if (rs && a != Algorithm.TREE) ck.reduceScatter(dt, op, count, Shape.UNIFORM);
           }
           if (a != Algorithm.TREE && (a != Algorithm.LP || CallPlanner.lowPrecisionEligible(Collective.ALL_GATHER, dt, null))
 ) {
-            ck.allGather(dt, count, Shape.UNIFORM);
-            ck.allToAll(dt, count, Shape.UNIFORM);
+            if (ag) ck.allGather(dt, count, Shape.UNIFORM);
+            if (a2a) ck.allToAll(dt, count, Shape.UNIFORM);
           }
           if (a == Algorithm.FLAT || a == Algorithm.VENDOR) {
-            ck.broadcast(dt, count, count % ck.comm.size(), false);
-            ck.allReduce(dt, ReduceOp.SUM, count, true, Shape.UNIFORM);
-            ck.broadcast(dt, count, ck.comm.size() - 1, true);
+            if (bc) ck.broadcast(dt, count, count % ck.comm.size(), false);
+            if (ar) ck.allReduce(dt, ReduceOp.SUM, count, true, Shape.UNIFORM);
+            if (bc) ck.broadcast(dt, count, ck.comm.size() - 1, true);
           }
         }
       }

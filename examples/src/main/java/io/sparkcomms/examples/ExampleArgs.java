@@ -16,19 +16,51 @@ final class ExampleArgs {
         System.out.println(usage);
         System.exit(0);
       }
-      if (!a.startsWith("--") || !ok.contains(a.substring(2)) || i + 1 >= args.length) {
-        System.err.println("unknown or incomplete argument '" + a + "'\n" + usage);
-        System.exit(2);
-      }
+      if (!a.startsWith("--") || !ok.contains(a.substring(2))) throw usageError("unknown option '" + a + "'");
+      if (i + 1 >= args.length) throw usageError(a + " needs a value");
       values.put(a.substring(2), args[++i]);
     }
   }
 
   String get(String key, String def) { return values.getOrDefault(key, def); }
 
-  int getInt(String key, int def) { return Integer.parseInt(get(key, Integer.toString(def))); }
+  int getInt(String key, int def) {
+    String v = values.get(key);
+    if (v == null) return def;
+    try {
+      return Integer.parseInt(v.trim());
+    } catch (NumberFormatException e) {
+      throw usageError("--" + key + " needs a whole number, got '" + v + "'");
+    }
+  }
 
-  double getDouble(String key, double def) { return Double.parseDouble(get(key, Double.toString(def))); }
+  double getDouble(String key, double def) {
+    String v = values.get(key);
+    if (v == null) return def;
+    try {
+      return Double.parseDouble(v.trim());
+    } catch (NumberFormatException e) {
+      throw usageError("--" + key + " needs a number, got '" + v + "'");
+    }
+  }
+
+  /**
+   * Exits with status 2 and a one-line message unless every one of {@code keys} that was given is a
+   * whole number of at least 1; called before the SparkSession starts, so a typo costs no Spark start.
+   */
+  ExampleArgs requirePositive(String... keys) {
+    for (String k : keys) {
+      if (values.containsKey(k) && getInt(k, 1) < 1) throw usageError("--" + k + " must be at least 1, got " + values.get(k));
+    }
+    return this;
+  }
+
+  /** Prints {@code message} on one line and exits with status 2 (a usage error). */
+  static RuntimeException usageError(String message) {
+    System.err.println("sparkcomms-example: " + message + " (-h for the options)");
+    System.exit(2);
+    return new IllegalStateException(message);
+  }
 
   /**
    * The session: the master comes from spark-submit (bin/sparkcomms-example sets it); run without

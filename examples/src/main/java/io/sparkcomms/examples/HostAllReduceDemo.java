@@ -20,25 +20,72 @@ import java.util.stream.Stream;
  * backend, like N Spark executors of one node would. The parent starts the ranks and prints what rank
  * 0 reports.
  *
- * <pre>java -cp ... io.sparkcomms.examples.HostAllReduceDemo [--ranks N] [--count ELEMENTS]</pre>
+ * <pre>bin/sparkcomms-demo [--ranks N] [--count ELEMENTS]</pre>
  */
 public final class HostAllReduceDemo {
+  static final int MAX_RANKS = 64;
+  /** 1 GiB of floats per rank. */
+  static final int MAX_COUNT = 1 << 28;
+  static final String USAGE = String.join("\n",
+      "usage: bin/sparkcomms-demo [--ranks N] [--count ELEMENTS]",
+      "  --ranks N          rank processes to start on this machine, 1.." + MAX_RANKS + " (default 4)",
+      "  --count ELEMENTS   floats each rank contributes, 1.." + MAX_COUNT + " (default 1048576)",
+      "  -h, --help         this text");
+
+  /** The parsed command line: ranks and count, or help. */
+  record Args(int ranks, int count, boolean help) {}
+
+  /** A command-line error: its message is one line, printed before exit status 2. */
+  static final class UsageException extends RuntimeException {
+    UsageException(String message) { super(message); }
+  }
+
+  static Args parse(String[] args) {
+    int ranks = 4;
+    int count = 1 << 20;
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      switch (a) {
+        case "-h": case "--help": return new Args(ranks, count, true);
+        case "--ranks": ranks = intValue(args, ++i, a, MAX_RANKS); break;
+        case "--count": count = intValue(args, ++i, a, MAX_COUNT); break;
+        default: throw new UsageException("unknown option " + a);
+      }
+    }
+    return new Args(ranks, count, false);
+  }
+
+  private static int intValue(String[] args, int i, String option, int max) {
+    if (i >= args.length) throw new UsageException(option + " needs a value");
+    int v;
+    try {
+      v = Integer.parseInt(args[i].trim());
+    } catch (NumberFormatException e) {
+      throw new UsageException(option + " needs a whole number, got '" + args[i] + "'");
+    }
+    if (v < 1 || v > max) throw new UsageException(option + " must be in 1.." + max + ", got " + v);
+    return v;
+  }
+
   public static void main(String[] args) throws Exception {
     if (args.length > 0 && args[0].equals("--rank-worker")) {
       worker(Paths.get(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]));
       return;
     }
-    int ranks = 4;
-    int count = 1 << 20;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--ranks": ranks = Integer.parseInt(args[++i]); break;
-        case "--count": count = Integer.parseInt(args[++i]); break;
-        default:
-          System.err.println("usage: HostAllReduceDemo [--ranks N] [--count ELEMENTS]");
-          System.exit(2);
-      }
+    Args parsed;
+    try {
+      parsed = parse(args);
+    } catch (UsageException e) {
+      System.err.println("sparkcomms-demo: " + e.getMessage() + " (-h for the options)");
+      System.exit(2);
+      return;
     }
+    if (parsed.help()) {
+      System.out.println(USAGE);
+      return;
+    }
+    int ranks = parsed.ranks();
+    int count = parsed.count();
     Path dir = FileRendezvous.createDirectory();
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     List<Process> procs = new ArrayList<>();

@@ -19,11 +19,12 @@ import org.apache.spark.sql.SparkSession;
  * <pre>bin/sparkcomms-example infer [--rows 4000] [--widths 256,1024,1024,16] [--batch 32] [--ranks N] [--split alternating]</pre>
  */
 public final class TensorParallelInferenceExample {
-  static final String USAGE = "usage: bin/sparkcomms-example infer [--master URL] [--rows 4000] [--widths 256,1024,1024,16]"
-      + " [--batch 32] [--ranks N] [--split alternating|rows|columns]";
+  static final String USAGE = "usage: bin/sparkcomms-example infer [--master URL (default local-cluster[2,1,1024])] [--rows 4000] [--widths 256,1024,1024,16]"
+      + " [--batch 32] [--ranks N (default: every task slot)] [--split alternating|rows|columns]";
 
   public static void main(String[] args) {
-    ExampleArgs a = new ExampleArgs(USAGE, args, "rows", "widths", "batch", "ranks", "split");
+    ExampleArgs a = new ExampleArgs(USAGE, args, "rows", "widths", "batch", "ranks", "split")
+        .requirePositive("rows", "batch", "ranks");
     SparkSession spark = ExampleArgs.session("sparkcomms-infer");
     int status;
     try {

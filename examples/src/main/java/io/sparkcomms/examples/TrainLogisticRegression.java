@@ -39,14 +39,15 @@ import org.apache.spark.sql.types.StructType;
  *                          [--checkpoint-dir URI] [--loss-csv FILE]</pre>
  */
 public final class TrainLogisticRegression {
-  static final String USAGE = "usage: bin/sparkcomms-example train [--master URL] [--epochs 30] [--batch 32] [--lr 0.1]"
-      + " [--momentum 0.9] [--ranks N] [--checkpoint-dir URI (file://, hdfs://, s3a://; reruns resume)] [--loss-csv FILE]";
+  static final String USAGE = "usage: bin/sparkcomms-example train [--master URL (default local-cluster[2,1,1024])] [--epochs 30] [--batch 32] [--lr 0.1]"
+      + " [--momentum 0.9] [--ranks N (default: every task slot)] [--checkpoint-dir URI (file://, hdfs://, s3a://; reruns resume)] [--loss-csv FILE]";
 
   /** One training run's outcome. */
   public record Run(String name, TrainingResult result, double trainAccuracy, double testAccuracy) {}
 
   public static void main(String[] args) {
-    ExampleArgs a = new ExampleArgs(USAGE, args, "epochs", "batch", "lr", "momentum", "ranks", "checkpoint-dir", "loss-csv");
+    ExampleArgs a = new ExampleArgs(USAGE, args, "epochs", "batch", "lr", "momentum", "ranks", "checkpoint-dir", "loss-csv")
+        .requirePositive("epochs", "batch", "ranks");
     SparkSession spark = ExampleArgs.session("sparkcomms-train");
     try {
       int ranks = a.getInt("ranks", ExampleArgs.slots(spark));

@@ -19,24 +19,26 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
  * {@code double[]} to the driver. Prints every timed iteration and the medians, and checks that
  * both sums agree.
  *
- * <pre>bin/sparkcomms-example vector-sum [--dim 1000000] [--rows 8] [--partitions N] [--iters 5]</pre>
- * ({@code --rows}: rows per partition).
+ * <pre>bin/sparkcomms-example vector-sum [--dim 1000000] [--rows 8] [--partitions N] [--iters 3]</pre>
+ * ({@code --rows}: rows per partition). The defaults, with the script's default master for this
+ * example ({@code local-cluster[4,1,1024]}, so four partitions), are the run bench/README.md quotes.
  */
 public final class VectorSumBenchmark {
-  static final String USAGE = "usage: bin/sparkcomms-example vector-sum [--master URL] [--dim 1000000] [--rows 8 (per partition)]"
-      + " [--partitions N] [--iters 5] [--depth 2]";
+  static final String USAGE = "usage: bin/sparkcomms-example vector-sum [--master URL (default local-cluster[4,1,1024])]"
+      + " [--dim 1000000] [--rows 8 (per partition)] [--partitions N (default: every task slot)] [--iters 3] [--depth 2]";
 
   /** Medians of both methods, seconds. */
   public record Result(int dim, int partitions, long rows, double allReduceSeconds, double treeAggregateSeconds,
       double maxAbsDiff, double[] allReduceTimes, double[] treeAggregateTimes, double inTaskSeconds) {}
 
   public static void main(String[] args) {
-    ExampleArgs a = new ExampleArgs(USAGE, args, "dim", "rows", "partitions", "iters", "depth");
+    ExampleArgs a = new ExampleArgs(USAGE, args, "dim", "rows", "partitions", "iters", "depth")
+        .requirePositive("dim", "rows", "partitions", "iters", "depth");
     SparkSession spark = ExampleArgs.session("sparkcomms-vector-sum");
     boolean ok;
     try {
       Result r = run(spark, a.getInt("dim", 1_000_000), a.getInt("rows", 8), a.getInt("partitions", ExampleArgs.slots(spark)),
-          a.getInt("iters", 5), a.getInt("depth", 2));
+          a.getInt("iters", 3), a.getInt("depth", 2));
       ok = r.maxAbsDiff() <= 1e-6 * r.rows();
     } finally {
       spark.stop();

@@ -100,22 +100,35 @@ class BarrierCommsLocalTest {
     for (String s : out) assertTrue(s.contains("plugin RPC rendezvous"), out.toString());
   }
 
+  /** What attempt 0's surviving ranks got from BarrierComms.get() (tasks are threads of this JVM). */
+  static final java.util.Queue<String> ATTEMPT0_ERRORS = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
   @Test void aRankThatDiesBeforeTheRendezvousStopsItsPeersAtOnce() {
-    long t0 = System.nanoTime();
+    ATTEMPT0_ERRORS.clear();
     List<String> out = BarrierJobs.collectRetriable(fourPartitions(), String.class, it -> {
       int p = it.next();
       TaskContext tc = TaskContext.get();
       if (tc.stageAttemptNumber() == 0 && p == 0) throw new IllegalStateException("rank 0 dies before BarrierComms.get()");
       double[] v = {1};
-      BarrierComms.get().allReduce(HostTensor.of(v), ReduceOp.SUM);
+      Communicator comm;
+      try {
+        comm = BarrierComms.get();
+      } catch (RuntimeException e) {
+        if (tc.stageAttemptNumber() == 0) ATTEMPT0_ERRORS.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+        throw e;
+      }
+      comm.allReduce(HostTensor.of(v), ReduceOp.SUM);
       return List.of("attempt " + tc.stageAttemptNumber() + " sum " + v[0]).iterator();
     });
-    long ms = (System.nanoTime() - t0) / 1_000_000;
     assertEquals(4, out.size());
     for (String s : out) assertTrue(s.endsWith("sum 4.0") && !s.startsWith("attempt 0"), out.toString());
-    // The peers waiting in attempt 0's rendezvous hold the 4 slots the retry needs: had they waited for
-    // the 20 s timeout, the job would take longer.
-    assertTrue(ms < 15_000, "the retried job took " + ms + " ms");
+    // The peers waiting in attempt 0's rendezvous hold the 4 slots the retry needs: they are stopped
+    // when the stage fails (the task is killed or the stage attempt has ended), not by the 20 s
+    // rendezvous timeout, whose error names the missing ranks (or the unattributed deposit).
+    System.out.println("attempt 0's waiting ranks: " + ATTEMPT0_ERRORS);
+    for (String e : ATTEMPT0_ERRORS) {
+      assertTrue(!e.contains("missing rank") && !e.contains("could not attribute"), "a waiting rank timed out: " + ATTEMPT0_ERRORS);
+    }
     assertEquals(0, BarrierComms.openCount());
   }
 

@@ -52,7 +52,7 @@ class FourGpuLocalClusterTest {
     return x;
   }
 
-  @Test @Timeout(240) void fourExecutorsOwnDistinctGpusAndAllReduceAcrossTheirProcesses() throws Exception {
+  @Test @Timeout(600) void fourExecutorsOwnDistinctGpusAndAllReduceAcrossTheirProcesses() throws Exception {
     Path discovery = dir.resolve("four-gpus.sh");
     Files.writeString(discovery, "#!/usr/bin/env bash\necho '{\"name\":\"gpu\",\"addresses\":[\"0\",\"1\",\"2\",\"3\"]}'\n");
     assertTrue(discovery.toFile().setExecutable(true));

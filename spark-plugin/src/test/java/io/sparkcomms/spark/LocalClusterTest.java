@@ -42,7 +42,7 @@ class LocalClusterTest {
     return LocalClusters.conf(master, cores, app);
   }
 
-  @Test @Timeout(150) void allReduceAcrossTwoExecutorProcesses() {
+  @Test @Timeout(600) void allReduceAcrossTwoExecutorProcesses() {
     try (JavaSparkContext sc = new JavaSparkContext(cluster("local-cluster[2,1,1024]", 2, "sparkcomms-2-executors"))) {
       List<String> out = BarrierJobs.collect(sc.parallelize(List.of(0, 1), 2), String.class, it -> {
         int p = it.next();
@@ -67,7 +67,7 @@ class LocalClusterTest {
   }
 
   /** The plugin RPC rendezvous between executor processes, over authenticated Spark RPC. */
-  @Test @Timeout(150) void rpcRendezvousWithSparkAuthenticate() {
+  @Test @Timeout(600) void rpcRendezvousWithSparkAuthenticate() {
     SparkConf conf = cluster("local-cluster[3,1,1024]", 3, "sparkcomms-rpc-auth")
         .set("spark.authenticate", "true")
         .set("spark.authenticate.secret", "sparkcomms-test-secret");
@@ -94,7 +94,7 @@ class LocalClusterTest {
     }
   }
 
-  @Test @Timeout(150) void eachExecutorOwnsADistinctGpu() throws Exception {
+  @Test @Timeout(600) void eachExecutorOwnsADistinctGpu() throws Exception {
     Path discovery = dir.resolve("two-gpus.sh");
     Files.writeString(discovery, "#!/usr/bin/env bash\n"
         + "unset CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES\n"

@@ -48,7 +48,7 @@ class SparkSubmitPluginTest {
   @TempDir Path dir;
 
   /** Two executors without GPUs: the executor plugin starts, communicators meet over its RPC channel. */
-  @Test @Timeout(240) void sparkSubmitLoadsThePluginFromJarsAndAllReduces() throws Exception {
+  @Test @Timeout(600) void sparkSubmitLoadsThePluginFromJarsAndAllReduces() throws Exception {
     submit("local-cluster[2,1,1024]", List.of(), "has no 'gpu' resource; collectives use the host backend");
   }
 
@@ -57,7 +57,7 @@ class SparkSubmitPluginTest {
    * with the driver at start (an RPC answered with a reply object) and loads the native library
    * (JavaCPP from --jars) for the device binder.
    */
-  @Test @Timeout(240) void sparkSubmitWithGpuExecutorsClaimsEachGpu() throws Exception {
+  @Test @Timeout(600) void sparkSubmitWithGpuExecutorsClaimsEachGpu() throws Exception {
     Path discovery = dir.resolve("two-gpus.sh");
     Files.writeString(discovery, "#!/usr/bin/env bash\necho '{\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]}'\n");
     assertTrue(discovery.toFile().setExecutable(true));
@@ -167,7 +167,7 @@ class SparkSubmitPluginTest {
     pb.environment().putIfAbsent("SPARK_SCALA_VERSION", "2.13");
     Process proc = pb.start();
     try {
-      if (!proc.waitFor(150, TimeUnit.SECONDS)) fail("spark-submit did not exit within 150 s; stderr:\n" + tail(stderr));
+      if (!proc.waitFor(540, TimeUnit.SECONDS)) fail("spark-submit did not exit within 540 s (a hang guard); stderr:\n" + tail(stderr));
     } finally {
       proc.descendants().forEach(ProcessHandle::destroyForcibly);
       proc.destroyForcibly();

@@ -49,9 +49,22 @@ public final class BarrierAllReduceSweep {
   private BarrierAllReduceSweep() {}
 
   public static void main(String[] args) throws Exception {
-    Map<String, String> a = parse(args);
-    long min = bytes(a.getOrDefault("min", "8K")), max = bytes(a.getOrDefault("max", "256M"));
-    int iters = Integer.parseInt(a.getOrDefault("iters", "0")), warmup = Integer.parseInt(a.getOrDefault("warmup", "3"));
+    Map<String, String> a;
+    long min, max;
+    int iters, warmup;
+    try {
+      a = parse(args);
+      min = bytes(a, "min", "8K");
+      max = bytes(a, "max", "256M");
+      iters = count(a, "iters", "0", 0);
+      warmup = count(a, "warmup", "3", 0);
+      if (a.containsKey("ranks")) count(a, "ranks", "1", 1);
+      if (min < 1 || max < min) throw new IllegalArgumentException("need 1 <= -b <= -e, got -b " + min + " -e " + max);
+    } catch (IllegalArgumentException e) {
+      System.err.println("sparkcomms-bench --spark: " + e.getMessage() + " (-h for the options)");
+      System.exit(2);
+      return;
+    }
     SparkSession spark = SparkSession.builder().appName("sparkcomms-barrier-allreduce-sweep").getOrCreate();
     int ok = 1;
     try {
@@ -210,13 +223,34 @@ public final class BarrierAllReduceSweep {
     Map<String, String> m = new TreeMap<>();
     for (int i = 0; i < args.length; i++) {
       String key = ALIASES.getOrDefault(args[i], args[i].startsWith("--") ? args[i].substring(2) : null);
-      if (key == null || !KEYS.contains(key) || i + 1 >= args.length) {
-        throw new IllegalArgumentException("usage: BarrierAllReduceSweep [--min|-b SIZE] [--max|-e SIZE] [--iters|-n N]"
-            + " [--warmup|-w N] [--ranks N] [--csv PATH]; got " + args[i]);
-      }
+      if (key == null || !KEYS.contains(key)) throw new IllegalArgumentException("unknown option " + args[i]);
+      if (i + 1 >= args.length) throw new IllegalArgumentException(args[i] + " needs a value");
       m.put(key, args[++i]);
     }
     return m;
+  }
+
+  /** Option {@code key} (or {@code def}) as a size with an optional K/M/G suffix. */
+  static long bytes(Map<String, String> a, String key, String def) {
+    String v = a.getOrDefault(key, def);
+    try {
+      return bytes(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--" + key + " needs a size such as 64K or 1M, got '" + v + "'");
+    }
+  }
+
+  /** Option {@code key} (or {@code def}) as a whole number of at least {@code least}. */
+  static int count(Map<String, String> a, String key, String def, int least) {
+    String v = a.getOrDefault(key, def);
+    int n;
+    try {
+      n = Integer.parseInt(v.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--" + key + " needs a whole number, got '" + v + "'");
+    }
+    if (n < least) throw new IllegalArgumentException("--" + key + " must be at least " + least + ", got " + n);
+    return n;
   }
 
   static long bytes(String s) {

@@ -316,13 +316,11 @@ class AllToAllVHostTest {
         .timeout(Duration.ofMillis(1500)).build();
     try (RankGroup g = new RankGroup(3, o)) {
       Scenario s = AllToAllVHarness.packed("absent", DataType.FLOAT32, AllToAllVHarness.constant(3, 2000), 0, 1, false, false);
-      long t0 = System.nanoTime();
       List<Object> res = g.runCatching(r -> {
         if (r == 2) return "absent";
         new RankCall(s, r).call(g.comm(r));
         return "returned";
       });
-      assertTrue((System.nanoTime() - t0) / 1_000_000 < 1500 + 5000);
       for (int r = 0; r < 2; r++) {
         assertTrue(res.get(r) instanceof io.sparkcomms.collectives.CommTimeoutException
             || res.get(r) instanceof io.sparkcomms.collectives.CommAbortedException, "rank " + r + ": " + res.get(r));

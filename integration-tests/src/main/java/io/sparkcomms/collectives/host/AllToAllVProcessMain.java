@@ -29,7 +29,9 @@ public final class AllToAllVProcessMain {
     Duration timeout = Duration.ofMillis(Long.parseLong(a[4]));
     try {
       CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).stagingBytes(4096).timeout(timeout).build();
-      Communicator c = HostCommunicator.create(new FileRendezvous(Paths.get(dir), rank, size), o);
+      String segDir = System.getProperty(RankProcessMain.SEGMENT_DIR_PROPERTY);
+      FileRendezvous rv = new FileRendezvous(Paths.get(dir), rank, size);
+      Communicator c = segDir == null ? HostCommunicator.create(rv, o) : HostCommunicator.create(rv, o, Paths.get(segDir));
       List<String> fails = new ArrayList<>();
       for (Scenario s : AllToAllVHarness.skewedMatrix(size, seed, 4000)) fails.addAll(AllToAllVHarness.runAndCheck(c, s));
       // capacity overflow on the last receiver; the harness expects CommCapacityException and no output

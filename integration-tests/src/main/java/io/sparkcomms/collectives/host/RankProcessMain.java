@@ -21,6 +21,14 @@ import java.util.Map;
  * Exit 0 on success; prints the exception class and message on failure and exits 3.
  */
 public final class RankProcessMain {
+  /** System property: the directory of the segment files (default: the backend's, /dev/shm). */
+  public static final String SEGMENT_DIR_PROPERTY = "sparkcomms.test.segmentDir";
+
+  private static HostCommunicator create(FileRendezvous rv, CommOptions o) {
+    String d = System.getProperty(SEGMENT_DIR_PROPERTY);
+    return d == null ? HostCommunicator.create(rv, o) : HostCommunicator.create(rv, o, Paths.get(d));
+  }
+
   public static void main(String[] a) {
     String dir = a[0];
     int rank = Integer.parseInt(a[1]);
@@ -35,7 +43,7 @@ public final class RankProcessMain {
           CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).algorithm(al)
               .stagingBytes(256 << 10).timeout(timeout).build();
           java.nio.file.Path sub = java.nio.file.Files.createDirectories(Paths.get(dir, al.name())); // one directory per communicator
-          comms.put(al, HostCommunicator.create(new FileRendezvous(sub, rank, size), o));
+          comms.put(al, create(new FileRendezvous(sub, rank, size), o));
         }
         List<String> fails = CollectiveChecker.runMatrix(comms::get, seed, new int[] {1, 7, 1023, (1 << 20) + 3});
         if (!fails.isEmpty()) {
@@ -45,7 +53,7 @@ public final class RankProcessMain {
         System.out.println("OK matrix");
       } else {
         CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).timeout(timeout).build();
-        Communicator c = HostCommunicator.create(new FileRendezvous(Paths.get(dir), rank, size), o);
+        Communicator c = create(new FileRendezvous(Paths.get(dir), rank, size), o);
         comms.put(Algorithm.AUTO, c);
         float[] x = new float[1 << 16];
         c.allReduce(HostTensor.of(x), ReduceOp.SUM);

@@ -138,10 +138,9 @@ class ConcurrentUseTest {
         g.comm(0).abort("aborted by a watchdog thread");
       });
       aborter.start();
-      long t0 = System.nanoTime();
+      // aborted with the watchdog's reason, not timed out after 60 s (a CommTimeoutException)
       RuntimeException e = assertThrows(CommAbortedException.class,
           () -> g.comm(0).allReduce(HostTensor.of(new float[8]), ReduceOp.SUM)); // rank 1 never calls
-      assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 5_000);
       assertTrue(e.getMessage().contains("watchdog"), e.getMessage());
       PauseCorruptDetachTest.join(aborter);
       RuntimeException e1 = assertThrows(CommAbortedException.class, () -> g.comm(1).barrier());
@@ -164,11 +163,9 @@ class ConcurrentUseTest {
       });
       caller.start();
       Thread.sleep(300);
-      long t0 = System.nanoTime();
       caller.interrupt();
-      caller.join(10_000);
+      caller.join(60_000); // a hang guard: the communicator's own timeout is 60 s, the abort says "interrupted"
       assertTrue(!caller.isAlive(), "an interrupted rank keeps waiting");
-      assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 2_000);
       Object[] r = (Object[]) got[0];
       assertInstanceOf(CommAbortedException.class, r[0]);
       assertTrue(((Exception) r[0]).getMessage().contains("interrupted"), ((Exception) r[0]).getMessage());

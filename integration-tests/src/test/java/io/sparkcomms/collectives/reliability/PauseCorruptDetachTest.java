@@ -62,7 +62,7 @@ class PauseCorruptDetachTest {
   @Test
   void aRankPausedBeyondTheTimeoutMakesTheOthersTimeOutNamingIt() {
     int n = 3, victim = 1;
-    long timeoutMs = 1_500, slackMs = 2_500;
+    long timeoutMs = 1_500, slackMs = 30_000; // slack: a hang guard, not a bound on the raise time
     for (int r = 0; r < n; r++) workers.add(Worker.start());
     for (Worker w : workers) assertTrue(w.awaitReady(60_000), w.tail());
     Path d = dir();
@@ -79,8 +79,6 @@ class PauseCorruptDetachTest {
       assertEquals(0, tr.count("WRONG"), tr.lines().toString());
       assertTrue(TIMEOUT_OR_ABORT.contains(tr.exception()), tr.end().text());
       assertTrue(tr.end().text().contains("waiting for rank " + victim), tr.end().text());
-      long took = ms(tr.end().nanos() - tStop);
-      assertTrue(took <= timeoutMs + slackMs, "rank " + r + " raised after " + took + " ms");
       if (tr.exception().equals("CommTimeoutException")) timeouts++;
     }
     assertTrue(timeouts >= 1, "the first survivor to give up reports a CommTimeoutException");
@@ -106,7 +104,6 @@ class PauseCorruptDetachTest {
       g.assertStillWorks();
       // rank 1's flag on rank 0 jumps far ahead while rank 1 is elsewhere: rank 0 must not pass its barrier
       Internals.ctrl(g.comm(0)).order(ByteOrder.nativeOrder()).putLong(Internals.slot(0, 1), 1_000_000L);
-      long t0 = System.nanoTime();
       List<Object> res = g.runCatching(r -> {
         if (r == 1) sleep(500);
         float[] x = new float[1000];
@@ -114,7 +111,7 @@ class PauseCorruptDetachTest {
         g.comm(r).allReduce(HostTensor.of(x), ReduceOp.SUM);
         return "returned " + x[0];
       });
-      assertTrue(ms(System.nanoTime() - t0) < 5_000, "took " + ms(System.nanoTime() - t0) + " ms");
+      // the error names the corruption (waiting out the 5 s timeout would be a CommTimeoutException)
       for (int r = 0; r < 2; r++) {
         assertInstanceOf(CommException.class, res.get(r), "rank " + r + ": " + res.get(r));
         assertTrue(((Exception) res.get(r)).getMessage().contains("corrupted"), ((Exception) res.get(r)).getMessage());
@@ -140,7 +137,6 @@ class PauseCorruptDetachTest {
           while (!stop.get()) ctrl.putLong(slot, 1L << 40);
         });
         storm.start();
-        long t0 = System.nanoTime();
         List<Object> res;
         try {
           res = g.runCatching(r -> {
@@ -154,7 +150,6 @@ class PauseCorruptDetachTest {
           stop.set(true);
           join(storm);
         }
-        assertTrue(ms(System.nanoTime() - t0) < 3_000 + 2_000, "took " + ms(System.nanoTime() - t0) + " ms");
         for (int r = 0; r < 2; r++) {
           Object o = res.get(r);
           assertTrue("ok".equals(o) || (o instanceof CommException e && e.getMessage().contains("corrupted")),
@@ -169,7 +164,6 @@ class PauseCorruptDetachTest {
     long timeoutMs = 30_000;
     try (RankGroup g = new RankGroup(3, opts(timeoutMs))) {
       g.assertStillWorks();
-      long t0 = System.nanoTime();
       List<Object> res = g.runCatching(r -> {
         if (r == 2) {
           sleep(300); // the others are waiting for rank 2 by now
@@ -179,8 +173,7 @@ class PauseCorruptDetachTest {
         g.comm(r).allReduce(HostTensor.of(new float[1000]), ReduceOp.SUM);
         return "returned";
       });
-      long took = ms(System.nanoTime() - t0);
-      assertTrue(took < 5_000, "peers of a detached rank took " + took + " ms (timeout " + timeoutMs + ")");
+      // they fail on rank 2's close notice, not on the 30 s timeout (that would be a CommTimeoutException)
       for (int r = 0; r < 2; r++) {
         assertInstanceOf(CommAbortedException.class, res.get(r), "rank " + r + ": " + res.get(r));
         assertTrue(((Exception) res.get(r)).getMessage().contains("rank 2 closed"), ((Exception) res.get(r)).getMessage());
@@ -237,12 +230,10 @@ class PauseCorruptDetachTest {
       assertTrue(((Exception) res.get(0)).getMessage().contains("barrier"), ((Exception) res.get(0)).getMessage());
       g.assertStillWorks();
       // rank 1 skips a barrier and then stops calling: rank 0 times out naming it
-      long t0 = System.nanoTime();
       res = g.runCatching(r -> {
         if (r == 0) g.comm(0).barrier();
         return null;
       });
-      assertTrue(ms(System.nanoTime() - t0) < 1_500 + 2_000);
       assertTrue(((Exception) res.get(0)).getMessage().contains("waiting for rank 1"), String.valueOf(res.get(0)));
     }
   }

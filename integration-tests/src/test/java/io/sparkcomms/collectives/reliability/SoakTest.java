@@ -28,8 +28,12 @@ class SoakTest {
     for (Map<String, String> m : r.ranks) {
       long growthKb = Long.parseLong(m.get("rssEnd")) - Long.parseLong(m.get("rssWarm"));
       assertTrue(growthKb < 64 << 10, "rank " + m.get("rank") + " RSS grew " + (growthKb >> 10) + " MiB after warm-up\n" + r.table());
-      assertEquals(m.get("fdsStart"), m.get("fdsEnd"), "descriptors leaked");
-      assertEquals(m.get("threadsStart"), m.get("threadsEnd"), "threads leaked");
+      // a leak is growth; the JVM itself may close a descriptor or end a thread of its own meanwhile
+      // (seen: 12 descriptors at the start, 11 at the end)
+      assertTrue(Long.parseLong(m.get("fdsEnd")) <= Long.parseLong(m.get("fdsStart")),
+          "descriptors leaked: " + m.get("fdsStart") + " -> " + m.get("fdsEnd"));
+      assertTrue(Long.parseLong(m.get("threadsEnd")) <= Long.parseLong(m.get("threadsStart")),
+          "threads leaked: " + m.get("threadsStart") + " -> " + m.get("threadsEnd"));
       assertEquals("20", m.get("mapsOpen"), "4 communicators x (control + 4 data regions)");
     }
   }

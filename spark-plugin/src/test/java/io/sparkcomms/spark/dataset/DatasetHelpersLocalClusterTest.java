@@ -32,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
 class DatasetHelpersLocalClusterTest {
   @TempDir Path dir;
 
-  @Test @Timeout(240) void helpersAcrossTwoExecutorProcesses() throws Exception {
+  @Test @Timeout(600) void helpersAcrossTwoExecutorProcesses() throws Exception {
     Path home = Path.of(System.getProperty("sc.test.home", dir.resolve("spark-home").toString()));
     Files.createDirectories(home);
     System.setProperty("spark.testing", "true");

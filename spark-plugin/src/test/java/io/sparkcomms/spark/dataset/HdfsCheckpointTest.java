@@ -80,7 +80,7 @@ class HdfsCheckpointTest {
     return names;
   }
 
-  @Test @Timeout(240) void stopAndResumeOnHdfsGivesTheUninterruptedParameters() throws Exception {
+  @Test @Timeout(600) void stopAndResumeOnHdfsGivesTheUninterruptedParameters() throws Exception {
     String dir = root + "/stop-resume";
     DataParallelTrainer<LabeledVector> t = trainer(new Reference.LogisticGradient(1e-3)).checkpointDir(dir);
     TrainingResult first = t.epochs(3).fit(rdd);
@@ -105,7 +105,7 @@ class HdfsCheckpointTest {
    * 3 and 4 are on HDFS by then); Spark relaunches the barrier stage and every rank starts again from
    * the newest checkpoint, which rank 0 reads from HDFS and broadcasts.
    */
-  @Test @Timeout(240) void aCrashMidEpochResumesFromTheNewestHdfsCheckpoint() throws Exception {
+  @Test @Timeout(600) void aCrashMidEpochResumesFromTheNewestHdfsCheckpoint() throws Exception {
     String dir = root + "/crash";
     TrainingResult r = trainer(new CrashingGradient(4)).checkpointDir(dir).epochs(EPOCHS).fit(rdd);
     assertEquals(4, r.resumedFromEpoch(), "the retried attempt starts from the checkpoint of epoch 4 (not from 0, "

@@ -73,13 +73,10 @@ class PluginWireTest {
     assertEquals(320, wire.length);
 
     IllegalArgumentException[] refused = new IllegalArgumentException[1];
-    long t0 = System.nanoTime();
     long allocated = allocatedBy(() -> refused[0] = assertThrows(IllegalArgumentException.class, () -> e.driver.receive(wire)));
-    long ms = (System.nanoTime() - t0) / 1_000_000;
     assertEquals("sparkcomms plugin: refused a blob of 2147483647 bytes; the limit is " + RendezvousProtocol.MAX_BLOB_BYTES,
         refused[0].getMessage());
     assertTrue(allocated < (1 << 20), "allocated " + allocated + " bytes for a 320-byte message");
-    assertTrue(ms < 1000, ms + " ms");
     assertEquals(0, e.driver.rendezvousRegistry().heldBytes());
   }
 
