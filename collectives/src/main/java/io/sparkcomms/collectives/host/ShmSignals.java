@@ -30,8 +30,9 @@ import java.util.concurrent.locks.LockSupport;
  * every arrival after a peer failed the barrier fails too. A rank gives up on a barrier only after
  * aborting the communicator, so no call follows a failed barrier.
  *
- * <p><b>Waiting.</b> A wait spins for {@link #SPIN_NANOS} (a peer that runs arrives within a few
- * microseconds; with more ranks than cores the spin yields the core at each turn), then sleeps on the
+ * <p><b>Waiting.</b> A wait spins for up to {@link #SPIN_NANOS} (a peer that runs arrives within a
+ * few microseconds; after a wait that ended asleep the budget is {@link #MIN_SPIN_NANOS} until a spin succeeds;
+ * with more ranks than cores the spin yields the core at each turn), then sleeps on the
  * {@link ShmWake} channel: it raises its sleeping flag, re-reads the
  * slot, and blocks; an arriving rank that sees the flag sends a wake byte. Ordering argument (Dekker):
  * the sleeper stores its flag then loads the slot, the arriver stores the slot then loads the flag,
@@ -54,10 +55,20 @@ import java.util.concurrent.locks.LockSupport;
 final class ShmSignals {
   private static final long LIVENESS_NANOS = 100_000_000L;
   /**
-   * Spin before sleeping. A barrier between two running ranks takes 0.3 us (median, 2-vCPU VM);
-   * waking a sleeper costs a system call on each side, tens of microseconds with a busy core.
+   * The longest spin before sleeping. A barrier between two running ranks takes 0.3 us (median,
+   * 2-vCPU VM); waking a sleeper costs a system call on each side, tens of microseconds with a busy
+   * core; a spin shorter than that makes idle ranks convoy (docs/design.md).
    */
   static final long SPIN_NANOS = 200_000L;
+  /**
+   * The spin after a wait that ended asleep: ranks that share their cores with other work (whose
+   * peer is often not running) stop spending the cores on spins that fail. A wait that ends in its
+   * spin restores the full budget, and every {@link #PROBE_EVERY}th wait spins the full budget
+   * whatever came before, so ranks that run again leave the short spin (where each would otherwise
+   * wake the other at every barrier).
+   */
+  static final long MIN_SPIN_NANOS = 5_000L;
+  static final int PROBE_EVERY = 16;
   private static final long MIN_PARK_NANOS = 20_000L;
   private static final long MAX_PARK_NANOS = 1_000_000L;
 
@@ -69,6 +80,8 @@ final class ShmSignals {
   private final ShmWake wake;         // null: no wake channel, waits park
   /** More ranks than this process may run at once: a spinning wait yields its core instead. */
   private final boolean oversubscribed;
+  private long spinNanos = SPIN_NANOS;
+  private long waits;
   private long epoch;
 
   ShmSignals(ShmSegment seg, int rank, Duration timeout, ProcessId[] watched, ShmWake wake) {
@@ -113,13 +126,16 @@ final class ShmSignals {
     long start = System.nanoTime();
     long nextLiveness = 0;
     long park = MIN_PARK_NANOS;
+    boolean slept = false;
+    long spin = (++waits & (PROBE_EVERY - 1)) == 0 ? SPIN_NANOS : spinNanos;
     for (int i = 0; ; i++) {
       long v = (long) ShmSegment.LONGS.getAcquire(seg.ctrl, off);
       if (v >= e) {
         if (v > e + 1) corrupted(peer, v, e, what);
+        spinNanos = slept ? MIN_SPIN_NANOS : SPIN_NANOS;
         return true;
       }
-      if ((i & 63) != 0 || System.nanoTime() - start < SPIN_NANOS) {
+      if ((i & 63) != 0 || System.nanoTime() - start < spin) {
         if (oversubscribed) Thread.yield();  // the awaited rank may need this core
         else Thread.onSpinWait();
         continue;
@@ -152,6 +168,7 @@ final class ShmSignals {
         }
       }
       long bound = Math.min(deadline - now, nextLiveness - now);
+      slept = true;
       if (wake != null && wake.connectedTo(peer) && seg.wakePort(peer) > 0) {
         sleep(off, e, bound);
       } else {
