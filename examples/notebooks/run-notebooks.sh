@@ -100,7 +100,8 @@ if errors:
     sys.exit(1)
 PY
     then
-      cp "$out/$name" "$nb"
+      # the committed copy names paths relative to the notebook, not this machine's checkout
+      sed "s#$here/##g" "$out/$name" >"$nb"
       echo "notebook $name: executed and written back ($((SECONDS - start)) s, $(wc -c <"$nb") bytes)"
     else
       echo "notebook $name: FAILED: cell error, not written back" >&2
