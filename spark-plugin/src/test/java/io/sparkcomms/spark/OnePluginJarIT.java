@@ -176,12 +176,7 @@ class OnePluginJarIT {
 
   /** Two (fake) GPUs: the executors also load the JNI library (JavaCPP) from the one jar for the device binder. */
   @Test @Timeout(240) void sparkSubmitWithOnlyThePluginJarClaimsEachGpu() throws Exception {
-    Path discovery = dir.resolve("two-gpus.sh");
-    Files.writeString(discovery, "#!/usr/bin/env bash\necho '{\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]}'\n");
-    assertTrue(discovery.toFile().setExecutable(true));
-    submitWithThePluginJar("local-cluster[1,2,1024]", List.of(
-        "spark.worker.resource.gpu.amount=2", "spark.worker.resource.gpu.discoveryScript=" + discovery,
-        "spark.executor.cores=1", "spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1"),
+    submitWithThePluginJar("local-cluster[1,2,1024]", SparkSubmitPluginTest.twoFakeGpus(dir),
         "owns ExecutorGpu{gpu ");
   }
 

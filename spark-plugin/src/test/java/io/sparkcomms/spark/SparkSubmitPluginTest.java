@@ -58,13 +58,18 @@ class SparkSubmitPluginTest {
    * (JavaCPP from --jars) for the device binder.
    */
   @Test @Timeout(600) void sparkSubmitWithGpuExecutorsClaimsEachGpu() throws Exception {
+    submit("local-cluster[1,2,1024]", twoFakeGpus(dir),
+        "owns ExecutorGpu{gpu ");
+  }
+
+  /** One worker with two fake GPUs (a discovery script in {@code dir}), one GPU per executor and task. */
+  static List<String> twoFakeGpus(Path dir) throws Exception {
     Path discovery = dir.resolve("two-gpus.sh");
     Files.writeString(discovery, "#!/usr/bin/env bash\necho '{\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]}'\n");
     assertTrue(discovery.toFile().setExecutable(true));
-    submit("local-cluster[1,2,1024]", List.of(
+    return List.of(
         "spark.worker.resource.gpu.amount=2", "spark.worker.resource.gpu.discoveryScript=" + discovery,
-        "spark.executor.cores=1", "spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1"),
-        "owns ExecutorGpu{gpu ");
+        "spark.executor.cores=1", "spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1");
   }
 
   private void submit(String master, List<String> extraConf, String executorPluginLine) throws Exception {

@@ -217,7 +217,7 @@ public final class GpuBench {
     double hostUs = (System.nanoTime() - t0) / 1e3 / 5;
     g.synchronize();
     double estUs = (System.nanoTime() - t0) / 1e3 / 5;
-    // ~50 ms of device time (10..500 calls), and no more than the device-side delay can cover at
+    // ~50 ms of GPU time (10..500 calls), and no more than the device-side delay can cover at
     // twice the slowest rank's launch time per call: every host must finish queueing before the
     // delay ends, else its device waits for launches and the host's speed is what gets timed. All
     // ranks agree (max over ranks) on the time per call first, then on the count, then cap it.
