@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,18 +25,35 @@ class HostErrorAbortTest {
   @TempDir Path dir;
 
   @Test void anErrorInACallAbortsTheCommunicatorSoPeersStopWaiting() throws Exception {
-    // rank 0's input is a mapping of a file truncated after mapping: reading it raises SIGBUS, which the
-    // JVM turns into an InternalError
+    // In compiled code HotSpot raises the InternalError of a fault in an unsafe copy asynchronously, at a
+    // later safepoint, which can come after the call's last barrier or after the call returned: then the
+    // call returns on every rank and nothing is aborted (README, known limitations). Checked here: the
+    // case where the fault surfaces inside the call, in the first of up to 10 trials where it does so
+    // (skipped, not passed, if it never does).
+    for (int trial = 0; trial < 10; trial++) {
+      List<Object> res = oneTrial(trial);
+      if ("returned".equals(res.get(0))) continue;
+      assertInstanceOf(InternalError.class, res.get(0), String.valueOf(res.get(0)));
+      if ("returned".equals(res.get(1))) continue;  // raised on rank 0 after rank 1 passed the last barrier
+      CommAbortedException e = assertInstanceOf(CommAbortedException.class, res.get(1), String.valueOf(res.get(1)));
+      assertTrue(e.getMessage().contains("rank 0") && e.getMessage().contains("InternalError"), e.getMessage());
+      return;
+    }
+    Assumptions.abort("in 10 trials the fault never surfaced inside the call on both ranks");
+  }
+
+  /** One 2-rank allReduce whose rank 0 input is a mapping of a truncated file; returns each rank's outcome. */
+  private List<Object> oneTrial(int trial) throws Exception {
+    // reading a mapping of a file truncated after mapping raises SIGBUS, which the JVM turns into an InternalError
     MappedByteBuffer gone;
-    try (FileChannel ch = FileChannel.open(dir.resolve("input"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-        StandardOpenOption.WRITE)) {
+    try (FileChannel ch = FileChannel.open(dir.resolve("input-" + trial), StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.READ, StandardOpenOption.WRITE)) {
       ch.write(ByteBuffer.allocate(1 << 16), 0);
       gone = ch.map(FileChannel.MapMode.READ_WRITE, 0, 1 << 16);
       ch.truncate(0);
     }
-    long timeoutMs = 8_000;
     CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).stagingBytes(64 << 10)
-        .timeout(Duration.ofMillis(timeoutMs)).build();
+        .timeout(Duration.ofMillis(8_000)).build();
     try (RankGroup g = new RankGroup(2, o)) {
       List<Object> res = g.run(r -> {
         try {
@@ -46,15 +64,8 @@ class HostErrorAbortTest {
           return t;
         }
       });
-      assertInstanceOf(InternalError.class, res.get(0), String.valueOf(res.get(0)));
-      // In compiled code HotSpot raises the InternalError of a fault in an unsafe copy asynchronously, at a
-      // later safepoint, which can come after the call's last barrier or after the call returned: then rank
-      // 1's call has returned and nothing is aborted (README, known limitations). Checked here: the case
-      // where the fault surfaces inside the call.
-      if ("returned".equals(res.get(1))) return;
-      CommAbortedException e = assertInstanceOf(CommAbortedException.class, res.get(1), String.valueOf(res.get(1)));
-      assertTrue(e.getMessage().contains("rank 0") && e.getMessage().contains("InternalError"), e.getMessage());
-      assertTrue(g.comm(0).isAborted() && g.comm(1).isAborted());
+      if (res.get(1) instanceof CommAbortedException) assertTrue(g.comm(0).isAborted() && g.comm(1).isAborted());
+      return res;
     }
   }
 }
