@@ -30,7 +30,7 @@ import org.bytedeco.javacpp.Pointer;
 /**
  * GPU allReduce benchmark from Java: one process per rank (rank r on GPU r % GPUs), DDA (flat,
  * tree, AUTO) and NCCL/RCCL (VENDOR, default settings; only with a GPU per rank) on the same
- * buffers, stream and run. Device time per op is the CUDA/HIP event time over back-to-back
+ * buffers, stream and run. GPU time per op is the CUDA/HIP event time over back-to-back
  * launches queued behind a device-side delay (so the host's launch rate is not what is timed: the
  * delay is sized from the measured launch time); the Java launch cost per call is reported
  * separately ({@code launch_us}). The slower rank's time is reported; up to 16 MB, the median of
