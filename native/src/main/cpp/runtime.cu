@@ -112,6 +112,9 @@ extern "C" int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* st
 extern "C" int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream) {
   return sc_copy(dst, src, bytes, stream, gpuMemcpyDeviceToHost, "sc_memcpy_dtoh");
 }
+extern "C" int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream) {
+  return sc_copy(dst, src, bytes, stream, gpuMemcpyDeviceToDevice, "sc_memcpy_dtod");
+}
 extern "C" int sc_memset(void* dst, int value, size_t bytes, void* stream) {
   if (bytes == 0) return SC_OK;
   if (!dst) return sc_fail(SC_ERR_INVALID_ARG, "sc_memset: null pointer");

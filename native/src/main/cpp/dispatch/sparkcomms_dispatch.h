@@ -25,6 +25,7 @@ static int (*sc_fp_sc_malloc_host)(void** ptr, size_t bytes) = 0;
 static int (*sc_fp_sc_free_host)(void* ptr) = 0;
 static int (*sc_fp_sc_memcpy_htod)(void* dst, const void* src, size_t bytes, void* stream) = 0;
 static int (*sc_fp_sc_memcpy_dtoh)(void* dst, const void* src, size_t bytes, void* stream) = 0;
+static int (*sc_fp_sc_memcpy_dtod)(void* dst, const void* src, size_t bytes, void* stream) = 0;
 static int (*sc_fp_sc_memset)(void* dst, int value, size_t bytes, void* stream) = 0;
 static int (*sc_fp_sc_stream_create)(void** stream) = 0;
 static int (*sc_fp_sc_stream_destroy)(void* stream) = 0;
@@ -112,6 +113,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_memcpy_htod) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memcpy_htod (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_memcpy_dtoh) = dlsym(h, "sc_memcpy_dtoh");
   if (!sc_fp_sc_memcpy_dtoh) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memcpy_dtoh (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_memcpy_dtod) = dlsym(h, "sc_memcpy_dtod");
+  if (!sc_fp_sc_memcpy_dtod) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memcpy_dtod (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_memset) = dlsym(h, "sc_memset");
   if (!sc_fp_sc_memset) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_memset (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_stream_create) = dlsym(h, "sc_stream_create");
@@ -239,6 +242,7 @@ int sc_malloc_host(void** ptr, size_t bytes) { if (!sc_fp_sc_malloc_host) return
 int sc_free_host(void* ptr) { if (!sc_fp_sc_free_host) return SC_ERR_NO_DEVICE; return sc_fp_sc_free_host(ptr); }
 int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_htod) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_htod(dst, src, bytes, stream); }
 int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_dtoh) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_dtoh(dst, src, bytes, stream); }
+int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream) { if (!sc_fp_sc_memcpy_dtod) return SC_ERR_NO_DEVICE; return sc_fp_sc_memcpy_dtod(dst, src, bytes, stream); }
 int sc_memset(void* dst, int value, size_t bytes, void* stream) { if (!sc_fp_sc_memset) return SC_ERR_NO_DEVICE; return sc_fp_sc_memset(dst, value, bytes, stream); }
 int sc_stream_create(void** stream) { if (!sc_fp_sc_stream_create) return SC_ERR_NO_DEVICE; return sc_fp_sc_stream_create(stream); }
 int sc_stream_destroy(void* stream) { if (!sc_fp_sc_stream_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_stream_destroy(stream); }

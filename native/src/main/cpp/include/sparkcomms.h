@@ -92,6 +92,7 @@ SC_API int sc_malloc_host(void** ptr, size_t bytes);
 SC_API int sc_free_host(void* ptr);
 SC_API int sc_memcpy_htod(void* dst, const void* src, size_t bytes, void* stream);
 SC_API int sc_memcpy_dtoh(void* dst, const void* src, size_t bytes, void* stream);
+SC_API int sc_memcpy_dtod(void* dst, const void* src, size_t bytes, void* stream);
 SC_API int sc_memset(void* dst, int value, size_t bytes, void* stream);
 SC_API int sc_stream_create(void** stream);
 SC_API int sc_stream_destroy(void* stream);

@@ -96,6 +96,33 @@ public abstract class AbstractCommunicator implements Communicator {
   @Override public void barrier() { run(plan(Collective.BARRIER, null, null, null, 0)); }
   @Override public Work barrierAsync() { return submit(plan(Collective.BARRIER, null, null, null, 0)); }
 
+  @Override public void reduce(Tensor in, Tensor out, ReduceOp op, int root) { run(planRooted(Collective.REDUCE, in, out, op, root)); }
+  @Override public Work reduceAsync(Tensor in, Tensor out, ReduceOp op, int root) { return submit(planRooted(Collective.REDUCE, in, out, op, root)); }
+  @Override public void gather(Tensor in, Tensor out, int root) { run(planRooted(Collective.GATHER, in, out, null, root)); }
+  @Override public Work gatherAsync(Tensor in, Tensor out, int root) { return submit(planRooted(Collective.GATHER, in, out, null, root)); }
+  @Override public void scatter(Tensor in, Tensor out, int root) { run(planRooted(Collective.SCATTER, in, out, null, root)); }
+  @Override public Work scatterAsync(Tensor in, Tensor out, int root) { return submit(planRooted(Collective.SCATTER, in, out, null, root)); }
+  @Override public void allGatherV(Tensor in, Tensor out, long[] counts) { run(planPerRank(Collective.ALL_GATHER_V, in, out, counts, null)); }
+  @Override public Work allGatherVAsync(Tensor in, Tensor out, long[] counts) {
+    return submit(planPerRank(Collective.ALL_GATHER_V, in, out, counts, null));
+  }
+  @Override public void reduceScatterV(Tensor in, Tensor out, long[] counts, ReduceOp op) {
+    run(planPerRank(Collective.REDUCE_SCATTER_V, in, out, counts, op));
+  }
+  @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) {
+    return submit(planPerRank(Collective.REDUCE_SCATTER_V, in, out, counts, op));
+  }
+
+  private PlannedCall planRooted(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
+    ensureOpen();
+    return planner.planRooted(kind, in, out, op, root, rank);
+  }
+
+  private PlannedCall planPerRank(Collective kind, Tensor in, Tensor out, long[] counts, ReduceOp op) {
+    ensureOpen();
+    return planner.planPerRank(kind, in, out, counts, op, rank);
+  }
+
   private PlannedCall plan(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
     ensureOpen();
     return planner.plan(kind, in, out, op, root);

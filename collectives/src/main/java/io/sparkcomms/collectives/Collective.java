@@ -9,7 +9,17 @@ public enum Collective {
   /** All-to-all with per-peer counts (and offsets) given as tensors; see {@link Splits}. */
   ALL_TO_ALL_V("allToAllV"),
   BROADCAST("broadcast"),
-  BARRIER("barrier");
+  BARRIER("barrier"),
+  /** Element-wise reduction of every rank's input into the root's output. */
+  REDUCE("reduce"),
+  /** Every rank's input, in rank order, into the root's output. */
+  GATHER("gather"),
+  /** Slice r of the root's input into rank r's output. */
+  SCATTER("scatter"),
+  /** allGather with a count per rank ({@link PerRankCounts}). */
+  ALL_GATHER_V("allGatherV"),
+  /** reduceScatter with a count per rank ({@link PerRankCounts}). */
+  REDUCE_SCATTER_V("reduceScatterV");
 
   private final String apiName;
 
@@ -17,6 +27,12 @@ public enum Collective {
 
   /** The method name in {@link Communicator}, for messages. */
   public String apiName() { return apiName; }
+
+  /** Whether the call has a root rank whose tensors differ in shape from the others'. */
+  public boolean isRooted() { return this == BROADCAST || this == REDUCE || this == GATHER || this == SCATTER; }
+
+  /** Whether the call takes a count per rank ({@link PerRankCounts}). */
+  public boolean hasPerRankCounts() { return this == ALL_GATHER_V || this == REDUCE_SCATTER_V; }
 
   /** Whether an FP8 low-precision variant exists. */
   public boolean hasLowPrecision() {

@@ -90,6 +90,55 @@ public interface Communicator extends AutoCloseable {
 
   Work broadcastAsync(Tensor in, Tensor out, int root);
 
+  /**
+   * Element-wise reduction of every rank's {@code in} into the root's {@code out} (same dtype, at
+   * least the input's count). A non-root's {@code out} is neither read nor written and may be null.
+   * In place on the root: pass {@code in} twice.
+   */
+  void reduce(Tensor in, Tensor out, ReduceOp op, int root);
+
+  default void reduce(Tensor inout, ReduceOp op, int root) { reduce(inout, inout, op, root); }
+
+  Work reduceAsync(Tensor in, Tensor out, ReduceOp op, int root);
+
+  /**
+   * Every rank's {@code in} (count c) into the root's {@code out} (count at least size*c), rank r's at
+   * element r*c. A non-root's {@code out} is neither read nor written and may be null.
+   */
+  void gather(Tensor in, Tensor out, int root);
+
+  Work gatherAsync(Tensor in, Tensor out, int root);
+
+  /**
+   * Slice r (count c) of the root's {@code in} (count at least size*c) into rank r's {@code out}
+   * (count c). A non-root's {@code in} is neither read nor written and may be null.
+   */
+  void scatter(Tensor in, Tensor out, int root);
+
+  Work scatterAsync(Tensor in, Tensor out, int root);
+
+  /**
+   * allGather with a count per rank: rank r's {@code in} has exactly {@code counts[r]} elements, and
+   * every rank's {@code out} (at least the sum of the counts) receives the ranks' inputs back to back
+   * in rank order, rank r's from element {@code counts[0] + ... + counts[r-1]}. Counts may be 0. Every
+   * rank must pass the same counts: ranks that differ fail the call on every rank with
+   * {@link CommMismatchException}. {@code in} and {@code out} must not overlap.
+   */
+  void allGatherV(Tensor in, Tensor out, long[] counts);
+
+  Work allGatherVAsync(Tensor in, Tensor out, long[] counts);
+
+  /**
+   * reduceScatter with a count per rank: every rank's {@code in} holds at least the sum of the counts,
+   * and rank r's {@code out} (at least {@code counts[r]} elements) receives the reduction over all
+   * ranks of the block of {@code counts[r]} elements that starts at element
+   * {@code counts[0] + ... + counts[r-1]}. Every rank must pass the same counts (as for
+   * {@link #allGatherV}).
+   */
+  void reduceScatterV(Tensor in, Tensor out, long[] counts, ReduceOp op);
+
+  Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op);
+
   /** Returns once every rank has entered the barrier. */
   void barrier();
 

@@ -404,6 +404,223 @@ public final class CollectiveChecker {
     checkedCalls++;
   }
 
+  // ------------------------------------------------------------------ rooted and per-rank-count collectives
+
+  /** Poisoned elements after every output that the call must leave as they are. */
+  public static final int GUARD = 3;
+
+  private static boolean poisoned(HostTensor t, long i) {
+    double v = t.getDouble(i);
+    return t.dtype().isFloating() ? Double.isNaN(v) : v == -123456789;
+  }
+
+  /** Elements [from, count) of {@code t} are still poisoned (guards, or an output the call must not write). */
+  private void checkUntouched(String what, HostTensor t, long from) {
+    for (long i = from; i < t.count(); i++) {
+      if (!poisoned(t, i)) {
+        if (failures.size() < 20) failures.add(what + " rank " + comm.rank() + " wrote element " + i + " it must leave alone: " + t.getDouble(i));
+        return;
+      }
+    }
+  }
+
+  /** {@code t} still holds the inputs it was filled with (a tensor the call only reads, or ignores). */
+  private void checkInputKept(String what, HostTensor t, long call, int rank, ReduceOp op, Shape shape, long count) {
+    for (long i = 0; i < t.count(); i++) {
+      if (Double.compare(t.getDouble(i), input(seed, call, rank, i, t.dtype(), op, shape, count)) != 0) {
+        if (failures.size() < 20) failures.add(what + " rank " + comm.rank() + " changed its input at element " + i);
+        return;
+      }
+    }
+  }
+
+  /** A poisoned tensor of {@code count} elements plus {@link #GUARD}. */
+  private static HostTensor poisonedOutput(DataType dt, long count) {
+    HostTensor t = HostTensor.allocate(dt, Math.toIntExact(count + GUARD));
+    poison(t);
+    return t;
+  }
+
+  /**
+   * reduce to {@code root}: the root's output checked against the float64 reference; a non-root
+   * passes null (odd calls) or a poisoned output that must stay untouched, and its input must be kept.
+   */
+  public Protocol reduce(DataType dt, ReduceOp op, int count, int root, boolean inPlace) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank();
+    boolean isRoot = me == root;
+    HostTensor in = HostTensor.allocate(dt, count);
+    fill(in, seed, call, me, 0, count, op, Shape.UNIFORM, count);
+    HostTensor out = inPlace ? in : !isRoot && call % 2 == 1 ? null : poisonedOutput(dt, count);
+    long[] before = callsByProtocol();
+    comm.reduce(in, out, op, root);
+    Protocol algo = usedSince(before);
+    String what = "reduce(" + dt + ", " + op + ", count=" + count + ", root=" + root + ", " + algo + (inPlace ? ", in-place" : "") + ")";
+    if (isRoot) {
+      double[] xs = new double[n];
+      for (int i = 0; i < count; i++) {
+        for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, i, dt, op, Shape.UNIFORM, count);
+        double[] rb = reduceRef(xs, op, dt, algo, n * blockAmax(Shape.UNIFORM, i, count, bs()));
+        check(what, out, i, rb[0], rb[1]);
+      }
+      if (!inPlace) checkUntouched(what, out, count);
+    } else {
+      if (out != null && out != in) checkUntouched(what, out, 0);
+      checkInputKept(what, in, call, me, op, Shape.UNIFORM, count);
+    }
+    checkedCalls++;
+    return algo;
+  }
+
+  /** gather to {@code root}: rank p's input at element p*count of the root's output; non-roots as for {@link #reduce}. */
+  public Protocol gather(DataType dt, int count, int root) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank();
+    boolean isRoot = me == root;
+    HostTensor in = HostTensor.allocate(dt, count);
+    fill(in, seed, call, me, 0, count, null, Shape.UNIFORM, count);
+    HostTensor out = !isRoot && call % 2 == 1 ? null : poisonedOutput(dt, (long) n * count);
+    long[] before = callsByProtocol();
+    comm.gather(in, out, root);
+    Protocol algo = usedSince(before);
+    boolean lp = algo == Protocol.LP;
+    String what = "gather(" + dt + ", count=" + count + ", root=" + root + ", " + algo + ")";
+    if (isRoot) {
+      for (int p = 0; p < n; p++) {
+        for (int i = 0; i < count; i++) {
+          double x = input(seed, call, p, i, dt, null, Shape.UNIFORM, count);
+          check(what, out, (long) p * count + i, x, moveBound(x, dt, lp, blockAmax(Shape.UNIFORM, i, count, bs())));
+        }
+      }
+      checkUntouched(what, out, (long) n * count);
+    } else if (out != null) {
+      checkUntouched(what, out, 0);
+    }
+    checkInputKept(what, in, call, me, null, Shape.UNIFORM, count);
+    checkedCalls++;
+    return algo;
+  }
+
+  /** scatter from {@code root}: slice r of the root's input into rank r's output; a non-root's input (or null) is ignored. */
+  public Protocol scatter(DataType dt, int count, int root) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank();
+    long all = (long) n * count;
+    HostTensor in = me != root && call % 2 == 1 ? null : HostTensor.allocate(dt, Math.toIntExact(all));
+    if (in != null) fill(in, seed, call, me, 0, all, null, Shape.UNIFORM, all);
+    // the output's count is the call's count: its guard lies past its end, in the same direct buffer
+    java.nio.ByteBuffer mem = java.nio.ByteBuffer.allocateDirect((count + GUARD) * dt.size()).order(java.nio.ByteOrder.nativeOrder());
+    HostTensor whole = HostTensor.wrap(mem, dt);
+    poison(whole);
+    HostTensor out = HostTensor.wrap(mem.duplicate().limit(count * dt.size()), dt);
+    long[] before = callsByProtocol();
+    comm.scatter(in, out, root);
+    Protocol algo = usedSince(before);
+    boolean lp = algo == Protocol.LP;
+    String what = "scatter(" + dt + ", count=" + count + ", root=" + root + ", " + algo + ")";
+    for (int i = 0; i < count; i++) {
+      long k = (long) me * count + i;
+      double x = input(seed, call, root, k, dt, null, Shape.UNIFORM, all);
+      check(what, out, i, x, moveBound(x, dt, lp, blockAmax(Shape.UNIFORM, k, all, bs())));
+    }
+    checkUntouched(what, whole, count);
+    if (in != null) checkInputKept(what, in, call, me, null, Shape.UNIFORM, all);
+    checkedCalls++;
+    return algo;
+  }
+
+  /** Per-rank counts in 0..count for call {@code call}, the same on every rank; with a 0 at rank 1 when there is one. */
+  static long[] perRankCounts(long seed, long call, int ranks, int count) {
+    long[] c = new long[ranks];
+    for (int p = 0; p < ranks; p++) c[p] = p == 1 ? 0 : (long) (u(seed, call, p, -7) * (count + 1));
+    if (ranks > 0 && count > 0) c[0] = count;  // the largest block sets the chunking: make it the given count
+    return c;
+  }
+
+  /** allGatherV with {@link #perRankCounts}: every rank's output checked in full, guards too. */
+  public Protocol allGatherV(DataType dt, int count) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank();
+    long[] counts = perRankCounts(seed, call, n, count);
+    long[] start = new long[n];
+    long total = 0;
+    for (int p = 0; p < n; p++) {
+      start[p] = total;
+      total += counts[p];
+    }
+    HostTensor in = HostTensor.allocate(dt, Math.toIntExact(counts[me]));
+    fill(in, seed, call, me, 0, counts[me], null, Shape.UNIFORM, counts[me]);
+    HostTensor out = poisonedOutput(dt, total);
+    long[] before = callsByProtocol();
+    comm.allGatherV(in, out, counts);
+    Protocol algo = usedSince(before);
+    boolean lp = algo == Protocol.LP;
+    String what = "allGatherV(" + dt + ", counts=" + java.util.Arrays.toString(counts) + ", " + algo + ")";
+    for (int p = 0; p < n; p++) {
+      for (long i = 0; i < counts[p]; i++) {
+        double x = input(seed, call, p, i, dt, null, Shape.UNIFORM, counts[p]);
+        check(what, out, start[p] + i, x, moveBound(x, dt, lp, blockAmax(Shape.UNIFORM, i, counts[p], bs())));
+      }
+    }
+    checkUntouched(what, out, total);
+    checkedCalls++;
+    return algo;
+  }
+
+  /** reduceScatterV with {@link #perRankCounts}: this rank's block of the reduction against the float64 reference. */
+  public Protocol reduceScatterV(DataType dt, ReduceOp op, int count) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank();
+    long[] counts = perRankCounts(seed, call, n, count);
+    long total = 0, mine = 0;
+    for (int p = 0; p < n; p++) {
+      if (p == me) mine = total;
+      total += counts[p];
+    }
+    HostTensor in = HostTensor.allocate(dt, Math.toIntExact(total));
+    fill(in, seed, call, me, 0, total, op, Shape.UNIFORM, total);
+    HostTensor out = poisonedOutput(dt, counts[me]);
+    long[] before = callsByProtocol();
+    comm.reduceScatterV(in, out, counts, op);
+    Protocol algo = usedSince(before);
+    String what = "reduceScatterV(" + dt + ", " + op + ", counts=" + java.util.Arrays.toString(counts) + ", " + algo + ")";
+    double[] xs = new double[n];
+    for (long i = 0; i < counts[me]; i++) {
+      long gi = mine + i;
+      for (int r = 0; r < n; r++) xs[r] = input(seed, call, r, gi, dt, op, Shape.UNIFORM, total);
+      double[] rb = reduceRef(xs, op, dt, algo, n * blockAmax(Shape.UNIFORM, gi, total, bs()));
+      check(what, out, i, rb[0], rb[1]);
+    }
+    checkUntouched(what, out, counts[me]);
+    checkInputKept(what, in, call, me, op, Shape.UNIFORM, total);
+    checkedCalls++;
+    return algo;
+  }
+
+  /**
+   * The rooted and per-rank-count collectives on this rank: every dtype, every op (reduce,
+   * reduceScatterV), roots 0, the last rank and one between, in and out of place (reduce), for each
+   * count. {@code vCounts} scale allGatherV's and reduceScatterV's blocks (each 0..count).
+   */
+  public void runRootedAndV(int[] counts, int[] vCounts, Set<Collective> which) {
+    int n = comm.size();
+    for (int ci = 0; ci < counts.length; ci++) {
+      int count = counts[ci];
+      for (DataType dt : DataType.values()) {
+        int root = (count + dt.ordinal()) % n;
+        for (ReduceOp op : ReduceOp.examples()) {
+          if (!op.supports(dt)) continue;
+          if (which.contains(Collective.REDUCE)) reduce(dt, op, count, root, false);
+          if (which.contains(Collective.REDUCE_SCATTER_V) && ci < vCounts.length) reduceScatterV(dt, op, vCounts[ci]);
+        }
+        if (which.contains(Collective.REDUCE)) reduce(dt, ReduceOp.SUM, count, n - 1 - root, true);
+        if (which.contains(Collective.GATHER)) gather(dt, count, n - 1 - root);
+        if (which.contains(Collective.SCATTER)) scatter(dt, count, root);
+        if (which.contains(Collective.ALL_GATHER_V) && ci < vCounts.length) allGatherV(dt, vCounts[ci]);
+      }
+    }
+  }
+
   /**
    * The full matrix on this rank: every collective x op x dtype x algorithm (FLAT, TREE, LP where
    * eligible) for each count. {@code optionsByAlgo} gives a communicator per forced algorithm.
@@ -448,6 +665,7 @@ public final class CollectiveChecker {
           }
         }
       }
+      if (a == Algorithm.FLAT || a == Algorithm.VENDOR) ck.runRootedAndV(counts, counts, which);
       fails.addAll(ck.failures());
       if (fails.size() > 20) break;
     }

@@ -96,6 +96,7 @@ public final class SparkCommsNative {
   public static native int sc_free_host(Pointer ptr);
   public static native int sc_memcpy_htod(Pointer dst, @Const Pointer src, @Cast("size_t") long bytes, Pointer stream);
   public static native int sc_memcpy_dtoh(Pointer dst, @Const Pointer src, @Cast("size_t") long bytes, Pointer stream);
+  public static native int sc_memcpy_dtod(Pointer dst, @Const Pointer src, @Cast("size_t") long bytes, Pointer stream);
   public static native int sc_memset(Pointer dst, int value, @Cast("size_t") long bytes, Pointer stream);
   public static native int sc_stream_create(@Cast("void**") @ByPtrPtr Pointer stream);
   public static native int sc_stream_destroy(Pointer stream);

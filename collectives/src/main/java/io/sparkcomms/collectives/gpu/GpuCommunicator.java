@@ -66,6 +66,8 @@ public final class GpuCommunicator extends AbstractCommunicator {
   private volatile String peerGone;
   /** The last asynchronous allToAllV, until its size verdict has been read. */
   private volatile EventWork lastAllToAllV;
+  /** reduce, gather, scatter, allGatherV and reduceScatterV, built from the native collectives. */
+  private final GpuComposed composed;
 
   GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor) {
     super(rank, size, o, new BackendOffer(BackendOffer.Memory.DEVICE, device, vendor, true, true));
@@ -76,6 +78,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     this.ownStream = stream;
     this.stream = stream;
     this.vendor = vendor;
+    this.composed = new GpuComposed(planner(), rank, size, device);
   }
 
   /** Collective over the rendezvous: every rank calls it with its own device ({@link GpuSetup}). */
@@ -119,6 +122,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   @Override protected Protocol execute(PlannedCall c) {
     Pointer s = stream;
+    if (GpuComposed.composes(c.kind())) return runComposed(c, s);
     if (c.in() instanceof HostTensor) return executeStaged(c, s);
     if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
     Protocol p = launch(c, s);
@@ -132,6 +136,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   @Override protected Started enqueue(PlannedCall c) {
     Pointer s = stream;
+    if (GpuComposed.composes(c.kind())) return new Started(runComposed(c, s), COMPLETED);  // synchronous: GpuComposed
     if (c.in() instanceof HostTensor) return new Started(executeStaged(c, s), COMPLETED); // host memory: synchronous
     boolean v = c.kind() == Collective.ALL_TO_ALL_V;
     if (v) finishPreviousAllToAllV();
@@ -160,6 +165,18 @@ public final class GpuCommunicator extends AbstractCommunicator {
       pending.addLast(w);
     }
     return new Started(p, w);
+  }
+
+  /** A composed call ({@link GpuComposed}), synchronous; a local problem is told to the peers first. */
+  private Protocol runComposed(PlannedCall c, Pointer s) {
+    refuseIfBroken(c, s);
+    Native.check(SparkCommsNative.sc_set_device(device), "sc_set_device");
+    return composed.run(c, new GpuComposed.Calls() {
+      @Override public Protocol start(PlannedCall sub) {
+        return sub.in() instanceof HostTensor ? executeStaged(sub, s) : launch(sub, s);
+      }
+      @Override public void finish(PlannedCall call) { GpuCommunicator.this.finish(call, s); }
+    }, s);
   }
 
   /** A host-tensor call: staged through pinned memory, synchronous. */
@@ -352,5 +369,6 @@ public final class GpuCommunicator extends AbstractCommunicator {
     SparkCommsNative.sc_comm_destroy(comm);
     SparkCommsNative.sc_stream_destroy(ownStream);
     staging.close();
+    composed.close();
   }
 }

@@ -34,6 +34,8 @@ final class GpuLaunch {
       case BROADCAST -> SparkCommsNative.SC_COLL_BROADCAST;
       case ALL_TO_ALL_V -> SparkCommsNative.SC_COLL_ALLTOALLV;
       case BARRIER -> SparkCommsNative.SC_COLL_BARRIER;
+      // composed (GpuComposed): the first kernel a rank runs for them is the agreement allGather
+      case REDUCE, GATHER, SCATTER, ALL_GATHER_V, REDUCE_SCATTER_V -> SparkCommsNative.SC_COLL_ALLGATHER;
     };
   }
 
@@ -45,6 +47,7 @@ final class GpuLaunch {
       case ALL_TO_ALL -> p == Protocol.FLAT || p == Protocol.LP;
       case BROADCAST -> p == Protocol.FLAT || p == Protocol.VENDOR;
       case ALL_TO_ALL_V, BARRIER -> p == Protocol.FLAT;
+      case REDUCE, GATHER, SCATTER, ALL_GATHER_V, REDUCE_SCATTER_V -> false;  // composed: GpuComposed
     };
   }
 

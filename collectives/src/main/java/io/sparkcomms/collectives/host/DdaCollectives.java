@@ -3,6 +3,7 @@ package io.sparkcomms.collectives.host;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.PerRankCounts;
 import io.sparkcomms.collectives.ReduceOp;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -10,7 +11,8 @@ import java.util.Arrays;
 
 /**
  * The full-precision host algorithms (direct access to every rank's areas): the flat one-shot and
- * tree two-shot allReduce, allGather, reduceScatter, allToAll and broadcast. Each chunk: stage this
+ * tree two-shot allReduce, allGather, reduceScatter, allToAll, broadcast, the rooted reduce, gather
+ * and scatter, and the per-rank-count allGatherV and reduceScatterV. Each chunk: stage this
  * rank's part into its input area, sync, read the peers' areas, end barrier. A call with a local
  * problem ({@link HostCall#problem()}) stages nothing and raises at the first sync.
  */
@@ -99,6 +101,90 @@ final class DdaCollectives {
       x.end(c);
     });
   }
+
+  /** reduce: every rank stages its chunk; the root reduces them all into its output. */
+  void reduce(HostCall c) {
+    boolean root = x.rank == c.root();
+    ShmContext.forEachChunk(c.count(), x.staging / c.dtype().size(), (off, k, first) -> {
+      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
+      x.sync(c, first);
+      if (root) reduceInto(c.dtype(), c.op(), x.inputs, zeroOffsets, k, c.out(), off);
+      x.end(c);
+    });
+  }
+
+  /** gather: every rank stages its chunk; the root copies rank p's to element p*count + off. */
+  void gather(HostCall c) {
+    long count = c.count();
+    boolean root = x.rank == c.root();
+    ShmContext.forEachChunk(count, x.staging / c.dtype().size(), (off, k, first) -> {
+      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
+      x.sync(c, first);
+      if (root) for (int p = 0; p < x.size; p++) c.out().copyFrom(x.inputs[p], 0, p * count + off, k);
+      x.end(c);
+    });
+  }
+
+  /** scatter: the root stages one slice per rank; each rank reads its own from the root's area. */
+  void scatter(HostCall c) {
+    int es = c.dtype().size();
+    long count = c.count();
+    int n = x.size, root = c.root();
+    ShmContext.forEachChunk(count, Math.max(1, x.staging / (n * es)), (off, k, first) -> {
+      if (c.problem() == null && x.rank == root) {
+        for (int p = 0; p < n; p++) c.in().copyTo(p * count + off, k, x.inputs[x.rank], p * k * es);
+      }
+      x.sync(c, first);
+      c.out().copyFrom(x.inputs[root], x.rank * k * es, off, k);
+      x.end(c);
+    });
+  }
+
+  /**
+   * allGatherV: chunks run over the largest count (the same on every rank: the counts were compared
+   * at the first sync); in each, a rank stages what is left of its block, at most the chunk.
+   */
+  void allGatherV(HostCall c) {
+    PerRankCounts pc = c.plan().counts();  // null only with a local problem, which raises at the first sync
+    ShmContext.forEachChunk(pc == null ? 0 : pc.max(), x.staging / c.dtype().size(), (off, k, first) -> {
+      if (c.problem() == null) {
+        int mine = part(pc.count(x.rank), off, k);
+        if (mine > 0) c.in().copyTo(off, mine, x.inputs[x.rank], 0);
+      }
+      x.sync(c, first);
+      for (int p = 0; p < x.size; p++) {
+        int kp = part(pc.count(p), off, k);
+        if (kp > 0) c.out().copyFrom(x.inputs[p], 0, pc.start(p) + off, kp);
+      }
+      x.end(c);
+    });
+  }
+
+  /** reduceScatterV: as reduceScatter, one slot of the chunk size per rank, each filled with what is left of that rank's block. */
+  void reduceScatterV(HostCall c) {
+    int es = c.dtype().size();
+    int n = x.size;
+    int[] offs = new int[n];
+    PerRankCounts pc = c.plan().counts();
+    ShmContext.forEachChunk(pc == null ? 0 : pc.max(), Math.max(1, x.staging / (n * es)), (off, k, first) -> {
+      if (c.problem() == null) {
+        for (int p = 0; p < n; p++) {
+          int kp = part(pc.count(p), off, k);
+          if (kp > 0) c.in().copyTo(pc.start(p) + off, kp, x.inputs[x.rank], p * k * es);
+        }
+      }
+      x.sync(c, first);
+      int mine = part(pc.count(x.rank), off, k);
+      if (mine > 0) {
+        Arrays.fill(offs, x.rank * k * es);
+        reduceInto(c.dtype(), c.op(), x.inputs, offs, mine, c.out(), off);
+      }
+      x.end(c);
+    });
+  }
+
+  /** Elements of a block of {@code count} in the chunk [off, off + k): 0..k. */
+  private static int part(long count, long off, int k) { return (int) Math.max(0, Math.min(k, count - off)); }
 
   /** A barrier: the first sync (with the descriptor check) and nothing else. */
   void barrier(HostCall c) { x.begin(c); }

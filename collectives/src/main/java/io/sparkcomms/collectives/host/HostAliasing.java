@@ -31,6 +31,11 @@ final class HostAliasing {
       return null;
     }
     if (k == Collective.BROADCAST && rank != plan.root()) return null;  // a non-root's input is never read
+    if (in == null || out == null) return null;  // a rooted call's tensor that this rank does not use
+    if (k == Collective.ALL_GATHER_V && in.overlap(out) == Overlap.SAME_START) {
+      // rank p's block lands at its start offset, past this rank's input chunks not yet staged
+      return name + ": input and output share memory (" + in + ", " + out + "); allGatherV needs disjoint memory";
+    }
     if (in.overlap(out) == Overlap.PARTIAL) {
       return name + ": input and output partly overlap (" + in + ", " + out + "); pass the same memory for an in-place call,"
           + " or disjoint memory";

@@ -194,7 +194,7 @@ public final class HostCommunicator extends AbstractCommunicator {
     String name = plan.kind().apiName();
     if (plan.problem() == null) {
       String layout = HostAliasing.problem(plan, rank);
-      if (layout != null) plan = withProblem(plan, layout);
+      if (layout != null) plan = plan.withProblem(layout);
     }
     try {
       // A call with a local problem tells its peers with the placeholder protocol FLAT; its tensors are unused.
@@ -224,6 +224,21 @@ public final class HostCommunicator extends AbstractCommunicator {
           break;
         case BARRIER:
           dda.barrier(c);
+          break;
+        case REDUCE:
+          dda.reduce(c);
+          break;
+        case GATHER:
+          dda.gather(c);
+          break;
+        case SCATTER:
+          dda.scatter(c);
+          break;
+        case ALL_GATHER_V:
+          dda.allGatherV(c);
+          break;
+        case REDUCE_SCATTER_V:
+          dda.reduceScatterV(c);
           break;
         default:
           throw new AssertionError(plan.kind());
@@ -256,11 +271,5 @@ public final class HostCommunicator extends AbstractCommunicator {
   private static void warnNoWake(int rank, String why) {
     System.getLogger(HostCommunicator.class.getName()).log(System.Logger.Level.WARNING, "rank " + rank
         + ": no wake channel (" + why + "); its peers poll for its arrivals instead of sleeping until woken");
-  }
-
-  /** {@code plan} with a local argument problem: its tensors are then unused, and every rank raises at the first barrier. */
-  private static PlannedCall withProblem(PlannedCall plan, String problem) {
-    return new PlannedCall(plan.kind(), plan.in(), plan.out(), plan.op(), plan.root(), plan.dtype(), plan.count(),
-        plan.request(), plan.messageBytes(), plan.splits(), problem);
   }
 }

@@ -5,6 +5,7 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.PerRankCounts;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
@@ -18,7 +19,8 @@ import io.sparkcomms.collectives.gpu.DeviceTensor;
  *
  * <p>Normalization ({@link #normalize}), in order:
  * <ol>
- *   <li>barrier, allToAllV and any call on one rank: FLAT (each has one algorithm).</li>
+ *   <li>barrier, allToAllV, reduce, gather, scatter, allGatherV, reduceScatterV and any call on one
+ *       rank: FLAT (each has one algorithm).</li>
  *   <li>LP: kept when the backend has the FP8 protocols, the collective has an LP form, the dtype is
  *       FLOAT32 or BFLOAT16 and the op SUM or AVG (allGather and allToAll have no op); otherwise the
  *       call falls through to full precision, AUTO.</li>
@@ -55,7 +57,7 @@ public final class CallPlanner {
    * class comment). Raises {@link IllegalArgumentException} for a request that is an argument error.
    */
   public Algorithm normalize(Collective kind, DataType dtype, ReduceOp op, Algorithm requested) {
-    if (kind == Collective.BARRIER || kind == Collective.ALL_TO_ALL_V || size == 1) return Algorithm.FLAT;
+    if (kind == Collective.BARRIER || kind == Collective.ALL_TO_ALL_V || size == 1 || hasOneAlgorithm(kind)) return Algorithm.FLAT;
     switch (requested) {
       case LP:
         return offer.lowPrecision() && lowPrecisionEligible(kind, dtype, op) ? Algorithm.LP : Algorithm.AUTO;
@@ -90,7 +92,7 @@ public final class CallPlanner {
           case ALL_REDUCE, BROADCAST, ALL_GATHER -> in.count();
           case REDUCE_SCATTER -> out.count();
           case ALL_TO_ALL -> in.count() / size;
-          default -> throw new IllegalArgumentException(kind + " is planned by planAllToAllV");
+          default -> throw new IllegalArgumentException(kind + " has a planning method of its own");
         };
         bytes = Math.max(in.bytes(), out.bytes());
       }
@@ -100,7 +102,113 @@ public final class CallPlanner {
         problem = e.getMessage();
       }
     }
-    return new PlannedCall(kind, in, out, op, root, dtype, count, request, bytes, null, problem);
+    return new PlannedCall(kind, in, out, op, root, dtype, count, request, bytes, null, null, problem);
+  }
+
+  /** reduce, gather, scatter and the per-rank-count collectives: one direct algorithm each. */
+  private static boolean hasOneAlgorithm(Collective kind) {
+    return kind == Collective.REDUCE || kind == Collective.GATHER || kind == Collective.SCATTER || kind.hasPerRankCounts();
+  }
+
+  /**
+   * Plans reduce, gather or scatter as rank {@code rank} makes it. The tensor a call does not use on
+   * this rank (a non-root's output of reduce and gather, a non-root's input of scatter) may be null
+   * and is null in the plan, so no backend can touch it.
+   *
+   * <p>Shapes: reduce: the root's output holds at least the input's count; gather: the root's output
+   * holds {@code size} times the input's count (rank r's input at element r*count); scatter: the
+   * root's input holds {@code size} times the output's count (slice r goes to rank r).
+   */
+  public PlannedCall planRooted(Collective kind, Tensor in, Tensor out, ReduceOp op, int root, int rank) {
+    if (!kind.isRooted() || kind == Collective.BROADCAST) throw new IllegalArgumentException(kind + " is not planned by planRooted");
+    boolean isRoot = rank == root;
+    Tensor useIn = kind == Collective.SCATTER && !isRoot ? null : in;
+    Tensor useOut = kind != Collective.SCATTER && !isRoot ? null : out;
+    String problem = checkRooted(kind, useIn, useOut, op, root, isRoot);
+    DataType dtype = dtypeOf(useIn, useOut);
+    long count = 0, bytes = 0;
+    if (problem == null) {
+      count = kind == Collective.SCATTER ? useOut.count() : useIn.count();
+      long elems = kind == Collective.REDUCE ? count : count * size;  // what the call moves, on every rank alike
+      bytes = elems * dtype.size();
+    }
+    return new PlannedCall(kind, useIn, useOut, op, root, dtype, count, Algorithm.FLAT, bytes, null, null, problem);
+  }
+
+  /**
+   * Plans allGatherV or reduceScatterV as rank {@code rank} makes it. allGatherV: rank r's input has
+   * exactly {@code counts[r]} elements and lands at element {@code counts[0] + ... + counts[r-1]} of
+   * every rank's output, which holds at least the total; reduceScatterV: every rank's input holds at
+   * least the total, and rank r's output receives the reduction of the block of {@code counts[r]}
+   * elements that starts at that element of every rank's input.
+   */
+  public PlannedCall planPerRank(Collective kind, Tensor in, Tensor out, long[] counts, ReduceOp op, int rank) {
+    if (!kind.hasPerRankCounts()) throw new IllegalArgumentException(kind + " is not planned by planPerRank");
+    String name = kind.apiName();
+    PerRankCounts pc = null;
+    String problem;
+    try {
+      pc = PerRankCounts.of(counts, size);
+      problem = checkPerRank(kind, in, out, op, pc, rank);
+    } catch (IllegalArgumentException e) {
+      problem = name + ": " + e.getMessage();
+    }
+    DataType dtype = dtypeOf(in, out);
+    long count = problem == null ? pc.total() : 0;
+    long bytes = problem == null ? count * dtype.size() : 0;
+    return new PlannedCall(kind, in, out, op, 0, dtype, count, Algorithm.FLAT, bytes, null, problem == null ? pc : null, problem);
+  }
+
+  private String checkRooted(Collective kind, Tensor in, Tensor out, ReduceOp op, int root, boolean isRoot) {
+    String name = kind.apiName();
+    if (root < 0 || root >= size) return name + ": root " + root + " outside 0.." + (size - 1);
+    boolean needIn = kind != Collective.SCATTER || isRoot, needOut = kind == Collective.SCATTER || isRoot;
+    if (needIn && in == null) return name + ": input tensor is null" + (kind == Collective.SCATTER ? " on the root" : "");
+    if (needOut && out == null) return name + ": output tensor is null" + (kind != Collective.SCATTER ? " on the root" : "");
+    if (in != null && out != null && in.dtype() != out.dtype()) {
+      return name + ": input dtype " + in.dtype() + " differs from output dtype " + out.dtype();
+    }
+    if (kind == Collective.REDUCE) {
+      if (op == null) return name + ": reduce op is null";
+      if (!op.supports(in.dtype())) return name + ": " + op + " is not defined for " + in.dtype();
+    }
+    long n = size;
+    if (isRoot) {
+      switch (kind) {
+        case REDUCE:
+          if (out.count() < in.count()) return name + ": output holds " + out.count() + " elements, input has " + in.count();
+          break;
+        case GATHER:
+          if (out.count() / n < in.count()) return name + ": output holds " + out.count() + " elements, needs size*input = " + n * in.count();
+          break;
+        default:  // SCATTER
+          if (in.count() / n < out.count()) return name + ": input holds " + in.count() + " elements, needs size*output = " + n * out.count();
+          break;
+      }
+    }
+    if (out instanceof HostTensor h && !h.isWritable()) return name + ": the output buffer is read-only";
+    return checkMemory(kind, in != null ? in : out, out != null ? out : in);
+  }
+
+  private String checkPerRank(Collective kind, Tensor in, Tensor out, ReduceOp op, PerRankCounts pc, int rank) {
+    String name = kind.apiName();
+    if (in == null || out == null) return name + ": " + (in == null ? "input" : "output") + " tensor is null";
+    if (in.dtype() != out.dtype()) return name + ": input dtype " + in.dtype() + " differs from output dtype " + out.dtype();
+    if (kind == Collective.ALL_GATHER_V) {
+      if (in.count() != pc.count(rank)) {
+        return name + ": rank " + rank + "'s input has " + in.count() + " elements, counts[" + rank + "] says " + pc.count(rank);
+      }
+      if (out.count() < pc.total()) return name + ": output holds " + out.count() + " elements, the counts add up to " + pc.total();
+    } else {
+      if (op == null) return name + ": reduce op is null";
+      if (!op.supports(in.dtype())) return name + ": " + op + " is not defined for " + in.dtype();
+      if (in.count() < pc.total()) return name + ": input holds " + in.count() + " elements, the counts add up to " + pc.total();
+      if (out.count() < pc.count(rank)) {
+        return name + ": output holds " + out.count() + " elements, counts[" + rank + "] = " + pc.count(rank);
+      }
+    }
+    if (out instanceof HostTensor h && !h.isWritable()) return name + ": the output buffer is read-only";
+    return checkMemory(kind, in, out);
   }
 
   /**
@@ -110,7 +218,7 @@ public final class CallPlanner {
   public PlannedCall planAllToAllV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
     String problem = checkV(in, out, sp, offsetsForm);
     long bytes = problem == null ? Math.max(in.bytes(), out.bytes()) : 0;
-    return new PlannedCall(Collective.ALL_TO_ALL_V, in, out, null, 0, dtypeOf(in, out), 0, Algorithm.FLAT, bytes, sp, problem);
+    return new PlannedCall(Collective.ALL_TO_ALL_V, in, out, null, 0, dtypeOf(in, out), 0, Algorithm.FLAT, bytes, sp, null, problem);
   }
 
   private static DataType dtypeOf(Tensor in, Tensor out) {

@@ -15,7 +15,7 @@ class CallDescriptorTest {
   static ByteBuffer slot() { return ByteBuffer.allocate(ShmSegment.DESC_BYTES).order(ByteOrder.nativeOrder()); }
 
   static CallDescriptor sample(String problem) {
-    return new CallDescriptor(12, 0, 0, 5, 0, 0.5, 1000, 4, CallDescriptor.LAYOUT_NONE, problem);
+    return new CallDescriptor(12, 0, 0, 5, 0, 0.5, 1000, 4, CallDescriptor.LAYOUT_NONE, 0, problem);
   }
 
   @Test void roundTripAndComparison() {
@@ -24,7 +24,8 @@ class CallDescriptorTest {
     CallDescriptor d = CallDescriptor.read(b, 0, 1);
     assertEquals(sample(null), d);
     assertTrue(d.sameCall(sample("whatever")), "the problem text is not part of the call");
-    assertFalse(d.sameCall(new CallDescriptor(12, 0, 0, 5, 0, 0.25, 1000, 4, 0, null)), "PREMUL factor");
+    assertFalse(d.sameCall(new CallDescriptor(12, 0, 0, 5, 0, 0.25, 1000, 4, 0, 0, null)), "PREMUL factor");
+    assertFalse(d.sameCall(new CallDescriptor(12, 0, 0, 5, 0, 0.5, 1000, 4, 0, 77, null)), "per-rank counts");
     assertEquals("#12 allReduce(count=1000, dtype=FLOAT32, op=PREMUL_SUM(0.5), root=0, algo=TREE)", d.describe());
   }
 

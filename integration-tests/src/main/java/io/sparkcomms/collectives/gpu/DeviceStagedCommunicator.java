@@ -32,11 +32,17 @@ final class DeviceStagedCommunicator implements Communicator {
 
   private interface Call { void run(DeviceTensor in, DeviceTensor out); }
 
+  /**
+   * Copies up, runs, copies back the output and (out of place) the input, so that the checker sees
+   * what the device call did to both. A null tensor (a rooted call's unused one) stays null.
+   */
   private void staged(Tensor in, Tensor out, Call c) {
-    try (DeviceBuffer din = up(in); DeviceBuffer dout = in == out ? null : up(out)) {
-      DeviceTensor o = dout == null ? din.view() : dout.view();
-      c.run(din.view(), o);
-      o.copyTo((HostTensor) out);
+    try (DeviceBuffer din = in == null ? null : up(in); DeviceBuffer dout = out == null || in == out ? null : up(out)) {
+      DeviceTensor i = view(din);
+      DeviceTensor o = out == null ? null : in == out ? i : dout.view();
+      c.run(i, o);
+      if (o != null) o.copyTo((HostTensor) out);
+      if (i != null && in != out) i.copyTo((HostTensor) in);
     }
   }
 
@@ -65,6 +71,18 @@ final class DeviceStagedCommunicator implements Communicator {
       }
     }
   }
+  @Override public void reduce(Tensor in, Tensor out, ReduceOp op, int root) { staged(in, out, (i, o) -> g.reduce(i, o, op, root)); }
+  @Override public void gather(Tensor in, Tensor out, int root) { staged(in, out, (i, o) -> g.gather(i, o, root)); }
+  @Override public void scatter(Tensor in, Tensor out, int root) { staged(in, out, (i, o) -> g.scatter(i, o, root)); }
+  @Override public void allGatherV(Tensor in, Tensor out, long[] counts) { staged(in, out, (i, o) -> g.allGatherV(i, o, counts)); }
+  @Override public void reduceScatterV(Tensor in, Tensor out, long[] counts, ReduceOp op) {
+    staged(in, out, (i, o) -> g.reduceScatterV(i, o, counts, op));
+  }
+  @Override public Work reduceAsync(Tensor in, Tensor out, ReduceOp op, int root) { throw new UnsupportedOperationException(); }
+  @Override public Work gatherAsync(Tensor in, Tensor out, int root) { throw new UnsupportedOperationException(); }
+  @Override public Work scatterAsync(Tensor in, Tensor out, int root) { throw new UnsupportedOperationException(); }
+  @Override public Work allGatherVAsync(Tensor in, Tensor out, long[] counts) { throw new UnsupportedOperationException(); }
+  @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) { throw new UnsupportedOperationException(); }
   @Override public void barrier() { g.barrier(); }
   @Override public Work allReduceAsync(Tensor in, Tensor out, ReduceOp op) { throw new UnsupportedOperationException(); }
   @Override public Work allGatherAsync(Tensor in, Tensor out) { throw new UnsupportedOperationException(); }

@@ -348,6 +348,20 @@ public final class SoakMain {
     }
     @Override public void broadcast(Tensor in, Tensor out, int root) { c.broadcastAsync(in, out, root).waitFor(); }
     @Override public Work broadcastAsync(Tensor in, Tensor out, int root) { return c.broadcastAsync(in, out, root); }
+    @Override public void reduce(Tensor in, Tensor out, ReduceOp op, int root) { c.reduceAsync(in, out, op, root).waitFor(); }
+    @Override public Work reduceAsync(Tensor in, Tensor out, ReduceOp op, int root) { return c.reduceAsync(in, out, op, root); }
+    @Override public void gather(Tensor in, Tensor out, int root) { c.gatherAsync(in, out, root).waitFor(); }
+    @Override public Work gatherAsync(Tensor in, Tensor out, int root) { return c.gatherAsync(in, out, root); }
+    @Override public void scatter(Tensor in, Tensor out, int root) { c.scatterAsync(in, out, root).waitFor(); }
+    @Override public Work scatterAsync(Tensor in, Tensor out, int root) { return c.scatterAsync(in, out, root); }
+    @Override public void allGatherV(Tensor in, Tensor out, long[] counts) { c.allGatherVAsync(in, out, counts).waitFor(); }
+    @Override public Work allGatherVAsync(Tensor in, Tensor out, long[] counts) { return c.allGatherVAsync(in, out, counts); }
+    @Override public void reduceScatterV(Tensor in, Tensor out, long[] counts, ReduceOp op) {
+      c.reduceScatterVAsync(in, out, counts, op).waitFor();
+    }
+    @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) {
+      return c.reduceScatterVAsync(in, out, counts, op);
+    }
     @Override public void barrier() { c.barrierAsync().waitFor(); }
     @Override public Work barrierAsync() { return c.barrierAsync(); }
     @Override public void abort(String reason) { c.abort(reason); }
