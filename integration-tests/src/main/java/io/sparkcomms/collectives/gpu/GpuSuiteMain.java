@@ -41,6 +41,16 @@ import java.util.concurrent.TimeUnit;
 public final class GpuSuiteMain {
   static final int[] COUNTS = {1, 7, 1023, (1 << 20) + 3, (3 << 20) + 5};
 
+  /** reduce, gather, scatter, allGatherV and reduceScatterV. */
+  static final java.util.Set<io.sparkcomms.collectives.Collective> ROOTED = java.util.EnumSet.of(
+      io.sparkcomms.collectives.Collective.REDUCE, io.sparkcomms.collectives.Collective.GATHER,
+      io.sparkcomms.collectives.Collective.SCATTER, io.sparkcomms.collectives.Collective.ALL_GATHER_V,
+      io.sparkcomms.collectives.Collective.REDUCE_SCATTER_V);
+  /** {@code -Dsparkcomms.suite=rooted}: only the calls of {@link #ROOTED} (device and host tensors) and their mismatch cases. */
+  static final boolean ROOTED_ONLY = "rooted".equals(System.getProperty("sparkcomms.suite"));
+  static final int[] ROOTED_COUNTS = {1, 7, 1023, (1 << 20) + 3};
+  static final int[] ROOTED_V_COUNTS = {1, 7, 1023, (1 << 18) + 3};
+
   /** The algorithms checked: VENDOR only with the vendor library (off with SPARKCOMMS_VENDOR=0). */
   static Algorithm[] algos(boolean vendor) {
     return vendor ? new Algorithm[] {Algorithm.FLAT, Algorithm.TREE, Algorithm.VENDOR} : new Algorithm[] {Algorithm.FLAT, Algorithm.TREE};
@@ -88,10 +98,24 @@ public final class GpuSuiteMain {
     boolean vendor = java.util.Arrays.asList(algos).contains(Algorithm.VENDOR);
     try {
       for (Algorithm a : algos) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a, vendor), device)));
-      List<String> fails = new ArrayList<>(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, algos));
-      fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
-      fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
-      fails.addAll(mismatch(rv, device));
+      List<String> fails = new ArrayList<>();
+      if (ROOTED_ONLY) {
+        // device tensors (through the staging adapter), then host tensors on the GPU communicator itself
+        CollectiveChecker dev = new CollectiveChecker(comms.get(Algorithm.FLAT), seed);
+        dev.runRootedAndV(ROOTED_COUNTS, ROOTED_V_COUNTS, ROOTED);
+        fails.addAll(dev.failures());
+      } else {
+        fails.addAll(CollectiveChecker.runMatrix(comms::get, seed, COUNTS, algos));
+        fails.addAll(backToBack((DeviceStagedCommunicator) comms.get(Algorithm.FLAT), seed));
+        fails.addAll(allToAllV(comms.get(Algorithm.FLAT), seed));
+        fails.addAll(mismatch(rv, device));
+      }
+      CollectiveChecker host = new CollectiveChecker(((DeviceStagedCommunicator) comms.get(Algorithm.FLAT)).gpu(), seed + 1);
+      host.runRootedAndV(new int[] {1, 1023, 70_001}, new int[] {1, 1023, 70_001}, ROOTED);
+      fails.addAll(host.failures());
+      System.out.println("rank " + comms.get(Algorithm.FLAT).rank() + ": rooted and per-rank-count calls on host tensors: "
+          + host.checkedCalls() + " checked, " + host.failures().size() + " failures");
+      fails.addAll(composedMismatch(rv, device));
       int rank = comms.get(Algorithm.FLAT).rank();
       System.out.println("rank " + rank + " (device " + device + ") checked "
           + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures"
@@ -158,6 +182,51 @@ public final class GpuSuiteMain {
       } catch (RuntimeException e) {
         fails.add("refused arguments: rank " + g.rank() + " raised " + e);
       }
+    }
+    return fails;
+  }
+
+  /**
+   * The composed calls' agreement step: ranks that name different roots (reduce) or different
+   * per-rank counts (allGatherV) raise {@link CommMismatchException} on every rank, and the
+   * communicator stays usable (the agreement allGather itself completed).
+   */
+  static List<String> composedMismatch(java.util.function.Supplier<Rendezvous> rv, int device) {
+    List<String> fails = new ArrayList<>();
+    CommOptions o = CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).vendor(false)
+        .stagingBytes(8 << 20).timeout(Duration.ofSeconds(30)).build();
+    try (GpuCommunicator g = GpuCommunicator.create(rv.get(), o, device)) {
+      int n = g.size(), me = g.rank();
+      try (DeviceBuffer in = DeviceBuffer.allocate(DataType.FLOAT32, 64, device);
+           DeviceBuffer out = DeviceBuffer.allocate(DataType.FLOAT32, 64L * n, device)) {
+        long[] counts = new long[n];
+        java.util.Arrays.fill(counts, 5);
+        if (me == 1) counts[0] = 4;
+        Runnable[] calls = {
+            () -> g.reduce(in.view(), out.view(0, 64), ReduceOp.SUM, me == 1 ? 1 : 0),
+            () -> g.allGatherV(in.view(0, 5), out.view(0, 5L * n), counts),
+            () -> g.gather(in.view(0, me == 1 ? 3 : 4), out.view(), 0)};
+        String[] names = {"reduce with roots 0 and 1", "allGatherV with counts that differ on rank 1", "gather of 4 vs 3 elements"};
+        for (int k = 0; k < calls.length; k++) {
+          try {
+            calls[k].run();
+            fails.add("composed mismatch: " + names[k] + " returned on rank " + me);
+          } catch (CommMismatchException e) {
+            if (me == 0) System.out.println("rank 0: " + names[k] + ": CommMismatchException: " + e.getMessage());
+          } catch (RuntimeException e) {
+            fails.add("composed mismatch: " + names[k] + " raised " + e + " on rank " + me + ", expected CommMismatchException");
+          }
+        }
+        float[] x = new float[64];
+        java.util.Arrays.fill(x, me + 1);
+        in.view().copyFrom(HostTensor.of(x));
+        g.allReduce(in.view(), out.view(0, 64), ReduceOp.SUM);
+        float[] y = new float[64];
+        out.view(0, 64).copyTo(HostTensor.of(y));
+        if (y[63] != n * (n + 1) / 2f) fails.add("composed mismatch: the allReduce after the mismatches gave " + y[63] + " on rank " + me);
+      }
+    } catch (RuntimeException e) {
+      fails.add("composed mismatch: " + e);
     }
     return fails;
   }
@@ -313,7 +382,8 @@ public final class GpuSuiteMain {
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     List<Process> ps = new ArrayList<>();
     for (int r = 0; r < n; r++) {
-      ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), GpuSuiteMain.class.getName(),
+      ProcessBuilder pb = new ProcessBuilder(java, "-Dsparkcomms.suite=" + System.getProperty("sparkcomms.suite", "all"),
+          "-cp", System.getProperty("java.class.path"), GpuSuiteMain.class.getName(),
           "rank", "" + n, dir.toString(), "" + r, "" + seed).inheritIO();
       ps.add(pb.start());
     }
