@@ -28,4 +28,9 @@ public record PlannedCall(Collective kind, Tensor in, Tensor out, ReduceOp op, i
   public PlannedCall on(Tensor in, Tensor out, Splits splits) {
     return new PlannedCall(kind, in, out, op, root, dtype, count, request, messageBytes, splits, problem);
   }
+
+  /** The same call with this rank's argument problem {@code text} (every rank then fails it, see {@code problem}). */
+  public PlannedCall withProblem(String text) {
+    return new PlannedCall(kind, in, out, op, root, dtype, count, request, messageBytes, splits, text);
+  }
 }
