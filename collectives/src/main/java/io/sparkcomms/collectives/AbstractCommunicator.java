@@ -1,9 +1,15 @@
 package io.sparkcomms.collectives;
 
+import io.sparkcomms.collectives.observe.CallHook;
+import io.sparkcomms.collectives.observe.CallObserver;
+import io.sparkcomms.collectives.observe.CallRecord;
+import io.sparkcomms.collectives.observe.NanCheck;
+import io.sparkcomms.collectives.observe.RemovableHandle;
 import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.CallPlanner;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -18,7 +24,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * request normalization, count and bytes), ordering of sync and async calls, statistics, closing.
  * Each collective calls down into the backend exactly once: {@link #execute} (or {@link #enqueue} for
  * a backend whose calls are stream-ordered), which returns the {@link Protocol} that ran; that is what
- * the statistics record.
+ * the statistics record. Every call is also numbered, recorded and shown to the hooks
+ * ({@link CallObserver}: around {@link #execute} and {@link #enqueue}), and with
+ * {@link CommOptions#nanCheck()} its input is checked at planning ({@link NanCheck}).
  */
 public abstract class AbstractCommunicator implements Communicator {
   protected final int rank;
@@ -32,12 +40,16 @@ public abstract class AbstractCommunicator implements Communicator {
   private volatile boolean closed;
   private ExecutorService asyncExecutor;          // created on first async call
   private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
+  private final CallObserver observer;
+  private final NanCheck nanCheck;
 
   protected AbstractCommunicator(int rank, int size, CommOptions options, BackendOffer offer) {
     this.rank = rank;
     this.size = size;
     this.options = Objects.requireNonNull(options, "options");
     this.planner = new CallPlanner(size, options, Objects.requireNonNull(offer, "offer"));
+    this.observer = new CallObserver(rank, size, this::backendName, options.flightRecorderSize());
+    this.nanCheck = options.nanCheck() ? new NanCheck(rank) : null;
   }
 
   @Override public int rank() { return rank; }
@@ -125,7 +137,7 @@ public abstract class AbstractCommunicator implements Communicator {
 
   private PlannedCall plan(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
     ensureOpen();
-    return planner.plan(kind, in, out, op, root);
+    return checked(planner.plan(kind, in, out, op, root));
   }
 
   private PlannedCall planV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
@@ -145,7 +157,7 @@ public abstract class AbstractCommunicator implements Communicator {
     try {
       synchronized (callLock) {
         drainAsync();
-        timed(p);
+        timed(p, observer.begin(p, false));
       }
     } finally {
       caller.set(null);
@@ -170,11 +182,20 @@ public abstract class AbstractCommunicator implements Communicator {
     }
   }
 
-  private void timed(PlannedCall p) {
-    ensureOpen();
-    long t0 = System.nanoTime();
-    Protocol ran = execute(p);
-    stats.record(ran, p.messageBytes(), System.nanoTime() - t0);
+  private void timed(PlannedCall p, CallObserver.Call call) {
+    Protocol ran = null;
+    Throwable failed = null;
+    try {
+      ensureOpen();
+      long t0 = System.nanoTime();
+      ran = execute(p);
+      stats.record(ran, p.messageBytes(), System.nanoTime() - t0);
+    } catch (RuntimeException | Error e) {
+      failed = e;
+      throw e;
+    } finally {
+      call.end(ran, failed);
+    }
   }
 
   private Work submit(PlannedCall p) {
@@ -191,9 +212,16 @@ public abstract class AbstractCommunicator implements Communicator {
       if (planner.offer().enqueues()) {
         ensureOpen();
         drainAsync();
-        Started s = enqueue(p);
+        CallObserver.Call call = observer.begin(p, true);
+        Started s;
+        try {
+          s = enqueue(p);
+        } catch (RuntimeException | Error e) {
+          call.end(null, e);
+          throw e;
+        }
         stats.record(s.protocol(), p.messageBytes(), 0);  // enqueued: its time is the device's
-        return s.work();
+        return call.observe(s.work(), s.protocol());
       }
       if (asyncExecutor == null) {
         asyncExecutor = Executors.newSingleThreadExecutor(r -> {
@@ -202,7 +230,14 @@ public abstract class AbstractCommunicator implements Communicator {
           return t;
         });
       }
-      CompletableFuture<Void> f = CompletableFuture.runAsync(() -> timed(p), asyncExecutor);
+      CallObserver.Call call = observer.begin(p, true);
+      CompletableFuture<Void> f;
+      try {
+        f = CompletableFuture.runAsync(() -> timed(p, call), asyncExecutor);
+      } catch (RuntimeException e) {
+        call.end(null, e);
+        throw e;
+      }
       lastAsync = f;
       return new FutureWork(f, options.timeout());
     }
@@ -251,6 +286,15 @@ public abstract class AbstractCommunicator implements Communicator {
 
   /** Frees the backend's memory. Called once, under the call lock, after the last call finished. */
   protected abstract void release();
+
+  // ---------------------------------------------------------------- hooks, flight record, NaN check
+
+  @Override public RemovableHandle addHook(CallHook hook) { return observer.addHook(hook); }
+
+  @Override public List<CallRecord> flightRecord() { return observer.flightRecord(); }
+
+  /** {@code p} after the NaN check when {@link CommOptions#nanCheck()} is on: a NaN becomes this rank's problem. */
+  private PlannedCall checked(PlannedCall p) { return nanCheck == null ? p : nanCheck.check(p); }
 
   /** {@link Work} over a future. */
   private static final class FutureWork implements Work {

@@ -28,6 +28,10 @@ public final class CommOptions {
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
   /** Largest byte threshold (flatMaxBytes, treeMaxBytes, lpMinBytes): 2^48, as in the native parameter table. */
   public static final long MAX_THRESHOLD_BYTES = 1L << 48;
+  /** Calls a communicator's flight record holds unless set ({@link #flightRecorderSize()}). */
+  public static final int DEFAULT_FLIGHT_RECORDER_SIZE = 64;
+  /** Largest flight record size the builder takes. */
+  public static final int MAX_FLIGHT_RECORDER_SIZE = 65536;
 
   private final Backend backend;
   private final Algorithm algorithm;
@@ -42,6 +46,8 @@ public final class CommOptions {
   private final int lpOneShotMaxRanks;
   private final long stagingBytes;
   private final boolean vendor;
+  private final boolean nanCheck;
+  private final int flightRecorderSize;
 
   private CommOptions(Builder b) {
     this.backend = b.backend;
@@ -57,6 +63,8 @@ public final class CommOptions {
     this.lpOneShotMaxRanks = b.lpOneShotMaxRanks;
     this.stagingBytes = b.stagingBytes;
     this.vendor = b.vendor;
+    this.nanCheck = b.nanCheck;
+    this.flightRecorderSize = b.flightRecorderSize;
   }
 
   public static Builder builder() { return new Builder(); }
@@ -81,6 +89,8 @@ public final class CommOptions {
     b.lpOneShotMaxRanks = lpOneShotMaxRanks;
     b.stagingBytes = stagingBytes;
     b.vendor = vendor;
+    b.nanCheck = nanCheck;
+    b.flightRecorderSize = flightRecorderSize;
     return b;
   }
 
@@ -120,6 +130,17 @@ public final class CommOptions {
   public boolean vendor() { return vendor; }
   /** The global low-precision switch. */
   public boolean lowPrecision() { return lowPrecision; }
+  /**
+   * Whether host tensor inputs are scanned for NaN before each allReduce, reduceScatter, allGather,
+   * allToAll and broadcast; a NaN fails the call on every rank
+   * ({@link io.sparkcomms.collectives.observe.NanCheck}). Default false. Ranks may differ.
+   */
+  public boolean nanCheck() { return nanCheck; }
+  /**
+   * How many of its last calls a communicator's flight record holds ({@link Communicator#flightRecord()});
+   * 0 records none. Default {@link #DEFAULT_FLIGHT_RECORDER_SIZE}. Ranks may differ.
+   */
+  public int flightRecorderSize() { return flightRecorderSize; }
 
   /** Whether FP8 is enabled for {@code c}: its own switch if set, else the global one. */
   public boolean lowPrecisionEnabled(Collective c) {
@@ -157,7 +178,8 @@ public final class CommOptions {
         + ", treeMaxBytes=" + text(treeMaxBytes) + ", timeout=" + timeout + ", lowPrecision=" + lowPrecision
         + ", lowPrecisionPerCollective=" + lowPrecisionPerCollective + ", lpMinBytes=" + text(lpMinBytes)
         + ", fp8Format=" + (fp8Format == null ? "default" : fp8Format) + ", lpBlockSize=" + text(lpBlockSize)
-        + ", lpOneShotMaxRanks=" + text(lpOneShotMaxRanks) + ", stagingBytes=" + text(stagingBytes) + ", vendor=" + vendor + "}";
+        + ", lpOneShotMaxRanks=" + text(lpOneShotMaxRanks) + ", stagingBytes=" + text(stagingBytes) + ", vendor=" + vendor
+        + ", nanCheck=" + nanCheck + ", flightRecorderSize=" + flightRecorderSize + "}";
   }
 
   /** Builder; every setter validates its argument. */
@@ -175,6 +197,8 @@ public final class CommOptions {
     private int lpOneShotMaxRanks = (int) BACKEND_DEFAULT;
     private long stagingBytes = BACKEND_DEFAULT;
     private boolean vendor = true;
+    private boolean nanCheck;
+    private int flightRecorderSize = DEFAULT_FLIGHT_RECORDER_SIZE;
 
     private Builder() {}
 
@@ -212,6 +236,16 @@ public final class CommOptions {
       this.lpOneShotMaxRanks = v;
       return this;
     }
+    /** Scan host tensor inputs for NaN before each call ({@link CommOptions#nanCheck()}); default false. */
+    public Builder nanCheck(boolean on) { this.nanCheck = on; return this; }
+    /** Calls the flight record holds: 0..65536 (0: none); default {@link #DEFAULT_FLIGHT_RECORDER_SIZE}. */
+    public Builder flightRecorderSize(int n) {
+      if (n < 0 || n > MAX_FLIGHT_RECORDER_SIZE) {
+        throw new IllegalArgumentException("flightRecorderSize must be in 0.." + MAX_FLIGHT_RECORDER_SIZE + ", got " + n);
+      }
+      this.flightRecorderSize = n;
+      return this;
+    }
     public Builder stagingBytes(long v) {
       if (v < 4096 || v > (1L << 30)) throw new IllegalArgumentException("stagingBytes must be in 4 KiB..1 GiB, got " + v);
       this.stagingBytes = v;
@@ -225,7 +259,8 @@ public final class CommOptions {
      * {@code SPARKCOMMS_ALGO}, {@code SPARKCOMMS_BACKEND}, {@code SPARKCOMMS_TIMEOUT_MS},
      * {@code SPARKCOMMS_LP_MIN_BYTES}, {@code SPARKCOMMS_LP_BLOCK_SIZE},
      * {@code SPARKCOMMS_LP_ONESHOT_MAX_RANKS}, {@code SPARKCOMMS_FP8_FORMAT},
-     * {@code SPARKCOMMS_STAGING_BYTES}, {@code SPARKCOMMS_VENDOR}. Sizes and counts follow
+     * {@code SPARKCOMMS_STAGING_BYTES}, {@code SPARKCOMMS_VENDOR}, {@code SPARKCOMMS_NAN_CHECK},
+     * {@code SPARKCOMMS_FLIGHT_RECORDER_SIZE}. Sizes and counts follow
      * {@link Sizes#parse}, switches {@link Flags#parse}; {@code SPARKCOMMS_TIMEOUT_MS} is a whole number
      * of milliseconds (digits only, no suffix). A blank size, count, switch or timeout is not set. A
      * malformed or out-of-range value is an error naming the variable.
@@ -250,6 +285,8 @@ public final class CommOptions {
       if ((v = env.get("SPARKCOMMS_FP8_FORMAT")) != null) fp8Format(Fp8Format.parse(v));
       bytes(env, "SPARKCOMMS_STAGING_BYTES", this::stagingBytes);
       bool(env, "SPARKCOMMS_VENDOR", this::vendor);
+      bool(env, "SPARKCOMMS_NAN_CHECK", this::nanCheck);
+      bytes(env, "SPARKCOMMS_FLIGHT_RECORDER_SIZE", n -> flightRecorderSize((int) Math.min(Integer.MAX_VALUE, n)));
       return this;
     }
 

@@ -158,4 +158,22 @@ public interface Communicator extends AutoCloseable {
   /** Releases the communicator's memory; later calls raise {@link IllegalStateException}. Idempotent. */
   @Override
   void close();
+
+  /**
+   * Adds a hook that sees every later call of this communicator before and after it runs (where
+   * each callback runs, sync and async: {@link io.sparkcomms.collectives.observe.CallHook}). A hook
+   * that throws is logged once and ignored: the call and the peers go on. The handle's
+   * {@code close()} removes the hook.
+   */
+  io.sparkcomms.collectives.observe.RemovableHandle addHook(io.sparkcomms.collectives.observe.CallHook hook);
+
+  /**
+   * This rank's last calls ({@link CommOptions#flightRecorderSize()}, 64 by default), oldest first,
+   * as an immutable snapshot: each with its number, collective, dtype, count, bytes, protocol,
+   * start, duration and outcome (ok, the exception, or in progress). When a call fails with
+   * {@link CommTimeoutException}, {@link CommMismatchException} or {@link CommAbortedException}, this
+   * record as text, the failing call marked, is logged at WARNING and attached to the exception as a
+   * suppressed {@link io.sparkcomms.collectives.observe.FlightRecordDump}.
+   */
+  java.util.List<io.sparkcomms.collectives.observe.CallRecord> flightRecord();
 }

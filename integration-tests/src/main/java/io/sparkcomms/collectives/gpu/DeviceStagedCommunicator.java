@@ -96,4 +96,6 @@ final class DeviceStagedCommunicator implements Communicator {
   @Override public boolean isAborted() { return g.isAborted(); }
   @Override public CommStats stats() { return g.stats(); }
   @Override public void close() { g.close(); }
+  @Override public io.sparkcomms.collectives.observe.RemovableHandle addHook(io.sparkcomms.collectives.observe.CallHook hook) { return g.addHook(hook); }
+  @Override public java.util.List<io.sparkcomms.collectives.observe.CallRecord> flightRecord() { return g.flightRecord(); }
 }

@@ -368,6 +368,8 @@ public final class SoakMain {
     @Override public boolean isAborted() { return c.isAborted(); }
     @Override public CommStats stats() { return c.stats(); }
     @Override public void close() { c.close(); }
+    @Override public io.sparkcomms.collectives.observe.RemovableHandle addHook(io.sparkcomms.collectives.observe.CallHook hook) { return c.addHook(hook); }
+    @Override public java.util.List<io.sparkcomms.collectives.observe.CallRecord> flightRecord() { return c.flightRecord(); }
   }
 
   public static void main(String[] args) {

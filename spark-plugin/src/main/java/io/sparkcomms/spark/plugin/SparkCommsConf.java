@@ -84,6 +84,10 @@ public final class SparkCommsConf {
       "Largest rank count whose FP8 allReduce is one-shot (each input quantized once); above it two-shot (the reduced slice is requantized: two quantizations). Both backends: 0..64 (the GPU takes 0..8). Unset: host " + Thresholds.LP_ONESHOT_MAX_RANKS + "; GPU: the native library's default. Env: `SPARKCOMMS_LP_ONESHOT_MAX_RANKS`.");
   public static final Entry STAGING_BYTES = entry("stagingBytes", "(backend)",
       "Per-rank staging buffer; larger messages are processed in chunks. Unset: host " + Sizes.format(Thresholds.STAGING_BYTES) + "; GPU: the native library's default. Env: `SPARKCOMMS_STAGING_BYTES`.");
+  public static final Entry NAN_CHECK = entry("nanCheck", "false",
+      "Scan the input of every allReduce, reduceScatter, allGather, allToAll and broadcast (the root's) in host memory for NaN before the call; a NaN fails that call on every rank: `IllegalArgumentException` on the rank that holds it, `CommMismatchException` on its peers. Inputs in GPU memory are not scanned. Ranks may differ. Env: `SPARKCOMMS_NAN_CHECK`.");
+  public static final Entry FLIGHT_RECORDER_SIZE = entry("flightRecorderSize", Integer.toString(CommOptions.DEFAULT_FLIGHT_RECORDER_SIZE),
+      "How many of its last calls each communicator records (0..65536; 0: none). A call that times out, mismatches or is aborted logs them and attaches them to its exception, so the task's failure reason shows what the rank was doing. Ranks may differ. Env: `SPARKCOMMS_FLIGHT_RECORDER_SIZE`.");
 
   private static final Map<Entry, Collective> PER_COLLECTIVE_LP = Map.of(
       LOW_PRECISION_ALL_REDUCE, Collective.ALL_REDUCE,
@@ -182,6 +186,8 @@ public final class SparkCommsConf {
     apply(LP_BLOCK_SIZE, v -> bytes(LP_BLOCK_SIZE, v).ifPresent(n -> b.lpBlockSize((int) Math.min(Integer.MAX_VALUE, n))));
     apply(LP_ONESHOT_MAX_RANKS, v -> bytes(LP_ONESHOT_MAX_RANKS, v).ifPresent(n -> b.lpOneShotMaxRanks((int) Math.min(Integer.MAX_VALUE, n))));
     apply(STAGING_BYTES, v -> bytes(STAGING_BYTES, v).ifPresent(b::stagingBytes));
+    apply(NAN_CHECK, v -> bool(NAN_CHECK, v).ifPresent(b::nanCheck));
+    apply(FLIGHT_RECORDER_SIZE, v -> bytes(FLIGHT_RECORDER_SIZE, v).ifPresent(n -> b.flightRecorderSize((int) Math.min(Integer.MAX_VALUE, n))));
     try {
       return b.build();
     } catch (IllegalArgumentException e) {

@@ -46,6 +46,8 @@ class SparkCommsConfTest {
         Map.entry("spark.sparkcomms.lpBlockSize", "64"),
         Map.entry("spark.sparkcomms.lpOneShotMaxRanks", "4"),
         Map.entry("spark.sparkcomms.stagingBytes", "4M"),
+        Map.entry("spark.sparkcomms.nanCheck", "true"),
+        Map.entry("spark.sparkcomms.flightRecorderSize", "256"),
         Map.entry("spark.sparkcomms.resourceName", "amd.com/gpu"),
         Map.entry("spark.sparkcomms.numaAffinity", "true"),
         Map.entry("spark.sparkcomms.gpuClaimCheckInterval", "250ms"),
@@ -64,6 +66,8 @@ class SparkCommsConfTest {
     assertEquals(64, o.lpBlockSize());
     assertEquals(4, o.lpOneShotMaxRanks());
     assertEquals(4 << 20, o.stagingBytes());
+    assertTrue(o.nanCheck());
+    assertEquals(256, o.flightRecorderSize());
     assertEquals("amd.com/gpu", c.resourceName());
     assertTrue(c.numaAffinity());
     assertEquals(Duration.ofMillis(250), c.gpuClaimCheckInterval());
