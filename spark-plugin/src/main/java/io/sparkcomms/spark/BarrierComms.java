@@ -3,6 +3,8 @@ package io.sparkcomms.spark;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
+import io.sparkcomms.collectives.objects.CommObjectException;
+import io.sparkcomms.collectives.objects.ObjectCollectives;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import io.sparkcomms.spark.gpu.ExecutorGpu;
 import io.sparkcomms.spark.plugin.SparkCommsConf;
@@ -10,6 +12,7 @@ import io.sparkcomms.spark.plugin.SparkCommsExecutorPlugin;
 import io.sparkcomms.spark.plugin.SparkCommsMetrics;
 import io.sparkcomms.spark.rendezvous.PluginRendezvous;
 import io.sparkcomms.spark.rendezvous.SparkBarrierRendezvous;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -76,6 +79,51 @@ public final class BarrierComms {
     BarrierTaskContext ctx = requireBarrierTask();
     Communicator c = CACHE.get(key(ctx));
     return c != null ? c : create(ctx, options);
+  }
+
+  /**
+   * Every barrier task's object, in rank order, serialized with Spark's Kryo settings
+   * ({@link SparkKryoCodec#current()}) within {@link ObjectCollectives#DEFAULT_MAX_BYTES}, on
+   * {@link #get()}'s communicator; {@link ObjectCollectives#allGatherObject(io.sparkcomms.collectives.Communicator,
+   * Object, io.sparkcomms.collectives.objects.ObjectCodec, int)} says what fails where.
+   *
+   * @param o this task's object, may be null
+   * @return an unmodifiable list of one object per task of the stage, by rank
+   * @throws CommObjectException on every task when a task's object cannot be serialized or is over
+   *     the limit; on this task only when it cannot deserialize what it received
+   */
+  public static List<Object> allGatherObject(Object o) {
+    return ObjectCollectives.allGatherObject(get(), o, SparkKryoCodec.current(), ObjectCollectives.DEFAULT_MAX_BYTES);
+  }
+
+  /**
+   * The root task's object on every barrier task, serialized with Spark's Kryo settings
+   * ({@link SparkKryoCodec#current()}) within {@link ObjectCollectives#DEFAULT_MAX_BYTES}, on
+   * {@link #get()}'s communicator.
+   *
+   * @param o the object on the root task (may be null); ignored on the others
+   * @param root the rank whose object is sent, the same on every task
+   * @return on the root, {@code o} itself; elsewhere a copy of the root's object
+   * @throws CommObjectException on every task when the root's object cannot be serialized or is over
+   *     the limit; on this task only when it cannot deserialize it
+   */
+  public static Object broadcastObject(Object o, int root) {
+    return ObjectCollectives.broadcastObject(get(), o, root, SparkKryoCodec.current(), ObjectCollectives.DEFAULT_MAX_BYTES);
+  }
+
+  /**
+   * Every barrier task's object on the root task, in rank order, serialized with Spark's Kryo
+   * settings ({@link SparkKryoCodec#current()}) within {@link ObjectCollectives#DEFAULT_MAX_BYTES}, on
+   * {@link #get()}'s communicator.
+   *
+   * @param o this task's object, may be null
+   * @param root the rank that receives, the same on every task
+   * @return on the root, an unmodifiable list of one object per task, by rank; null elsewhere
+   * @throws CommObjectException on every task when a task's object cannot be serialized or is over
+   *     the limit; on the root only when it cannot deserialize what it received
+   */
+  public static List<Object> gatherObject(Object o, int root) {
+    return ObjectCollectives.gatherObject(get(), o, root, SparkKryoCodec.current(), ObjectCollectives.DEFAULT_MAX_BYTES);
   }
 
   /** Communicators currently open in this JVM (for tests and diagnostics). */

@@ -1,7 +1,8 @@
 /**
  * The Spark layer's entry points, the classes applications name: {@link io.sparkcomms.spark.SparkCommsPlugin}
  * ({@code spark.plugins=io.sparkcomms.spark.SparkCommsPlugin}), {@link io.sparkcomms.spark.BarrierComms}
- * (the communicator of a barrier task) and {@link io.sparkcomms.spark.GpuDiscoveryPlugin}
+ * (the communicator of a barrier task, and object collectives on it), {@link io.sparkcomms.spark.SparkKryoCodec}
+ * (their codec: Spark's Kryo settings) and {@link io.sparkcomms.spark.GpuDiscoveryPlugin}
  * ({@code spark.resources.discoveryPlugin}).
  *
  * <p>Sub-packages, by concern: {@code dataset} (Dataset and JavaRDD helpers built on

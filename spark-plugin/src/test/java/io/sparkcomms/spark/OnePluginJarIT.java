@@ -36,8 +36,8 @@ class OnePluginJarIT {
   static final List<String> ALLOWED_PREFIXES = List.of("io/sparkcomms/", "org/bytedeco/javacpp/", "META-INF/");
   /** Packages a Spark installation provides; none of them may be in the jar. */
   static final List<String> PROVIDED_PREFIXES = List.of("org/apache/spark/", "scala/", "org/apache/hadoop/",
-      "com/esotericsoftware/", "org/slf4j/", "org/apache/logging/", "io/netty/", "com/fasterxml/", "org/json4s/",
-      "com/google/", "org/apache/commons/", "org/apache/arrow/", "org/apache/parquet/", "breeze/", "org/glassfish/");
+      "com/esotericsoftware/", "org/objenesis/", "org/slf4j/", "org/apache/logging/", "io/netty/", "com/fasterxml/",
+      "org/json4s/", "com/google/", "org/apache/commons/", "org/apache/arrow/", "org/apache/parquet/", "breeze/", "org/glassfish/");
 
   @TempDir Path dir;
 

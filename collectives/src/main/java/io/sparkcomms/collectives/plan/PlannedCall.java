@@ -36,9 +36,4 @@ public record PlannedCall(Collective kind, Tensor in, Tensor out, ReduceOp op, i
   public PlannedCall withProblem(String why) {
     return new PlannedCall(kind, in, out, op, root, dtype, count, request, messageBytes, splits, counts, why);
   }
-
-  /** The same call with this rank's argument problem {@code text} (every rank then fails it, see {@code problem}). */
-  public PlannedCall withProblem(String text) {
-    return new PlannedCall(kind, in, out, op, root, dtype, count, request, messageBytes, splits, text);
-  }
 }
