@@ -127,12 +127,12 @@ public abstract class AbstractCommunicator implements Communicator {
 
   private PlannedCall planRooted(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
     ensureOpen();
-    return planner.planRooted(kind, in, out, op, root, rank);
+    return checked(planner.planRooted(kind, in, out, op, root, rank));
   }
 
   private PlannedCall planPerRank(Collective kind, Tensor in, Tensor out, long[] counts, ReduceOp op) {
     ensureOpen();
-    return planner.planPerRank(kind, in, out, counts, op, rank);
+    return checked(planner.planPerRank(kind, in, out, counts, op, rank));
   }
 
   private PlannedCall plan(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {

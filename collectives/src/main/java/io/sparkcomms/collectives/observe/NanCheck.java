@@ -8,8 +8,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The NaN check of {@code CommOptions.nanCheck()} (as {@code TORCH_NCCL_NAN_CHECK}): before an
- * allReduce, reduceScatter, allGather, allToAll or broadcast (the root's input only: the others'
- * is not read), the input of a call on {@link HostTensor}s is scanned, and a NaN in a FLOAT32,
+ * collective other than barrier and allToAllV (of a broadcast and a scatter the root's input only:
+ * the others' is not read), the input of a call on {@link HostTensor}s is scanned, and a NaN in a FLOAT32,
  * FLOAT64, BFLOAT16 or FLOAT16 element becomes this rank's argument problem
  * ({@link PlannedCall#problem()}). So it is not raised here but fed into the call, and every rank
  * fails it: the host backend tells the peers at the call's first barrier, then this rank raises
@@ -47,8 +47,8 @@ public final class NanCheck {
   }
 
   private static boolean scanned(Collective c) {
-    return c == Collective.ALL_REDUCE || c == Collective.REDUCE_SCATTER || c == Collective.ALL_GATHER
-        || c == Collective.BROADCAST || c == Collective.ALL_TO_ALL;
+    // every collective that moves data but allToAllV; a scatter's non-root has no input in its plan
+    return c != Collective.BARRIER && c != Collective.ALL_TO_ALL_V;
   }
 
   /** The index of the first NaN element of {@code t}, or -1 (always -1 for integer types). */

@@ -85,7 +85,7 @@ public final class SparkCommsConf {
   public static final Entry STAGING_BYTES = entry("stagingBytes", "(backend)",
       "Per-rank staging buffer; larger messages are processed in chunks. Unset: host " + Sizes.format(Thresholds.STAGING_BYTES) + "; GPU: the native library's default. Env: `SPARKCOMMS_STAGING_BYTES`.");
   public static final Entry NAN_CHECK = entry("nanCheck", "false",
-      "Scan the input of every allReduce, reduceScatter, allGather, allToAll and broadcast (the root's) in host memory for NaN before the call; a NaN fails that call on every rank: `IllegalArgumentException` on the rank that holds it, `CommMismatchException` on its peers. Inputs in GPU memory are not scanned. Ranks may differ. Env: `SPARKCOMMS_NAN_CHECK`.");
+      "Scan the input of every collective but barrier and allToAllV (of broadcast and scatter: the root's) in host memory for NaN before the call; a NaN fails that call on every rank: `IllegalArgumentException` on the rank that holds it, `CommMismatchException` on its peers. Inputs in GPU memory are not scanned. Ranks may differ. Env: `SPARKCOMMS_NAN_CHECK`.");
   public static final Entry FLIGHT_RECORDER_SIZE = entry("flightRecorderSize", Integer.toString(CommOptions.DEFAULT_FLIGHT_RECORDER_SIZE),
       "How many of its last calls each communicator records (0..65536; 0: none). A call that times out, mismatches or is aborted logs them and attaches them to its exception, so the task's failure reason shows what the rank was doing. Ranks may differ. Env: `SPARKCOMMS_FLIGHT_RECORDER_SIZE`.");
 
