@@ -150,6 +150,59 @@ public abstract class AbstractCommunicator implements Communicator {
     if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
   }
 
+  // ---------------------------------------------------------------- sub-communicators
+
+  /** Children from split, for abort; closed ones are dropped at the next split. */
+  private final java.util.List<AbstractCommunicator> children = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  @Override public final Communicator split(int[] ranks) { return split(s -> s.byList(ranks)); }
+
+  @Override public final Communicator split(int color, int key) { return split(s -> s.byColor(color, key)); }
+
+  /** Runs a split as one call of this communicator (one caller at a time, after earlier async calls). */
+  private Communicator split(java.util.function.Function<CommSplit, AbstractCommunicator> how) {
+    ensureOpen();
+    PlannedCall marker = planner.plan(Collective.BARRIER, null, null, null, 0);
+    enter(marker);
+    try {
+      synchronized (callLock) {
+        drainAsync();
+        ensureOpen();
+        AbstractCommunicator child = how.apply(new CommSplit(rank, size, this::allGatherWords, this::createChild));
+        children.removeIf(AbstractCommunicator::isClosed);
+        if (child != null) children.add(child);
+        return child;
+      }
+    } finally {
+      caller.set(null);
+    }
+  }
+
+  /** Every rank's {@code mine} (same length on every rank), by one allGather of this communicator; under the call lock. */
+  private long[] allGatherWords(long[] mine) {
+    long[] all = new long[mine.length * size];
+    PlannedCall p = planner.plan(Collective.ALL_GATHER, HostTensor.of(mine), HostTensor.of(all), null, 0);
+    timed(p, observer.begin(p, false));
+    return all;
+  }
+
+  /**
+   * A communicator of this backend over {@code rv} with these options (collective over the ranks of
+   * {@code rv}): the child of a split.
+   */
+  protected abstract AbstractCommunicator createChild(io.sparkcomms.collectives.rendezvous.Rendezvous rv);
+
+  /** Aborts every child with {@code reason} (a backend's {@link #abort} calls it). */
+  protected final void abortChildren(String reason) {
+    for (AbstractCommunicator c : children) {
+      try {
+        c.abort("parent communicator (rank " + rank + ") aborted: " + reason);
+      } catch (RuntimeException e) {
+        // a child that cannot be aborted (closed meanwhile) has nothing left to stop
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- execution and ordering
 
   private void run(PlannedCall p) {

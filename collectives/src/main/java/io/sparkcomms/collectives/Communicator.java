@@ -139,6 +139,25 @@ public interface Communicator extends AutoCloseable {
 
   Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op);
 
+  /**
+   * A sub-communicator of the ranks listed, in that order (child rank i is parent rank
+   * {@code ranks[i]}), as torchcomms' split. Collective over this communicator: every rank calls it
+   * with the same list, listed or not; a rank not listed gets null. Ranks that pass different lists,
+   * or a list with a rank outside 0..size-1 or listed twice, fail on every rank
+   * ({@link CommMismatchException}; {@link IllegalArgumentException} on a rank whose own list is
+   * invalid) before anything is created. The child has this communicator's options and backend, its
+   * own memory, sequence numbers and abort; aborting this communicator aborts its children. Children
+   * are closed by their owner (closing this one does not close them).
+   */
+  Communicator split(int[] ranks);
+
+  /**
+   * A sub-communicator of the ranks that pass the same {@code color} (NCCL's ncclCommSplit, MPI's
+   * MPI_Comm_split), ordered by {@code key}, then by rank here; a negative color gets null. Collective
+   * over this communicator, as {@link #split(int[])}.
+   */
+  Communicator split(int color, int key);
+
   /** Returns once every rank has entered the barrier. */
   void barrier();
 

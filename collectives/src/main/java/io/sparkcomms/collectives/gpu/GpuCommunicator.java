@@ -348,7 +348,10 @@ public final class GpuCommunicator extends AbstractCommunicator {
   @Override public void abort(String reason) {
     aborted = true;
     if (!isClosed()) SparkCommsNative.sc_comm_abort(comm);
+    abortChildren(reason);
   }
+
+  @Override protected GpuCommunicator createChild(Rendezvous rv) { return GpuSetup.create(rv, options, device); }
 
   @Override public boolean isAborted() { return aborted; }
 

@@ -38,10 +38,13 @@ public final class HostCommunicator extends AbstractCommunicator {
   private final HostAllToAllV allToAllV;
   private volatile boolean aborted;
 
+  /** Where this communicator's segment was made; its children's go there too. */
+  private final Path segmentDir;
   private final ShmWake wake;  // null: waits park (one rank, or a rank could not open the channel)
 
-  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched, ShmWake wake) {
+  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched, ShmWake wake, Path dir) {
     super(rank, size, o, BackendOffer.HOST);
+    this.segmentDir = dir;
     this.seg = seg;
     this.wake = wake;
     ShmContext x = new ShmContext(seg, new ShmSignals(seg, rank, o.timeout(), watched, wake), rank, size);
@@ -147,7 +150,7 @@ public final class HostCommunicator extends AbstractCommunicator {
           warnNoWake(r, e.getMessage());
         }
       }
-      return new HostCommunicator(r, n, o, seg, watched, wake);
+      return new HostCommunicator(r, n, o, seg, watched, wake, dir);
     } catch (RuntimeException e) {
       if (wake != null) wake.close();
       if (seg != null) seg.close();
@@ -159,6 +162,8 @@ public final class HostCommunicator extends AbstractCommunicator {
     }
   }
 
+  @Override protected HostCommunicator createChild(Rendezvous rv) { return create(rv, options, segmentDir); }
+
   /** The segment's file name (removed once every rank mapped it). */
   Path segmentPath() { return seg.path(); }
 
@@ -167,6 +172,7 @@ public final class HostCommunicator extends AbstractCommunicator {
   @Override public void abort(String reason) {
     aborted = true;
     if (!isClosed()) seg.abort(rank, reason);
+    abortChildren(reason);
     if (wake != null) {  // sleepers here and on the peers see the abort now, not at their next check
       wake.wakeAll();
       wake.interrupt();

@@ -83,6 +83,8 @@ final class DeviceStagedCommunicator implements Communicator {
   @Override public Work scatterAsync(Tensor in, Tensor out, int root) { throw new UnsupportedOperationException(); }
   @Override public Work allGatherVAsync(Tensor in, Tensor out, long[] counts) { throw new UnsupportedOperationException(); }
   @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) { throw new UnsupportedOperationException(); }
+  @Override public Communicator split(int[] ranks) { return g.split(ranks); }
+  @Override public Communicator split(int color, int key) { return g.split(color, key); }
   @Override public void barrier() { g.barrier(); }
   @Override public Work allReduceAsync(Tensor in, Tensor out, ReduceOp op) { throw new UnsupportedOperationException(); }
   @Override public Work allGatherAsync(Tensor in, Tensor out) { throw new UnsupportedOperationException(); }

@@ -116,6 +116,7 @@ public final class GpuSuiteMain {
       System.out.println("rank " + comms.get(Algorithm.FLAT).rank() + ": rooted and per-rank-count calls on host tensors: "
           + host.checkedCalls() + " checked, " + host.failures().size() + " failures");
       fails.addAll(composedMismatch(rv, device));
+      fails.addAll(splits(((DeviceStagedCommunicator) comms.get(Algorithm.FLAT)).gpu()));
       int rank = comms.get(Algorithm.FLAT).rank();
       System.out.println("rank " + rank + " (device " + device + ") checked "
           + String.join("+", java.util.Arrays.stream(algos).map(Enum::name).toList()) + ": " + fails.size() + " failures"
@@ -228,6 +229,50 @@ public final class GpuSuiteMain {
     } catch (RuntimeException e) {
       fails.add("composed mismatch: " + e);
     }
+    return fails;
+  }
+
+  /**
+   * split on the GPU backend: pairs by color (a lone last rank when the size is odd), each child's
+   * allReduce on device tensors between two allReduces of the parent, a nested split of each pair
+   * into single ranks, and a rank list in reverse order; every sum checked exactly.
+   */
+  static List<String> splits(GpuCommunicator parent) {
+    List<String> fails = new ArrayList<>();
+    int n = parent.size(), me = parent.rank(), device = parent.device();
+    try (DeviceBuffer buf = DeviceBuffer.allocate(DataType.FLOAT32, 1024, device)) {
+      java.util.function.BiFunction<Communicator, Float, Float> sum = (c, v) -> {
+        float[] x = new float[1024];
+        java.util.Arrays.fill(x, v);
+        buf.view().copyFrom(HostTensor.of(x));
+        c.allReduce(buf.view(), ReduceOp.SUM);
+        float[] y = new float[1024];
+        buf.view().copyTo(HostTensor.of(y));
+        return y[1023];
+      };
+      float all = n * (n + 1) / 2f;
+      try (Communicator pair = parent.split(me / 2, me)) {
+        int first = me / 2 * 2, members = Math.min(2, n - first);
+        float want = members == 2 ? 2 * first + 3 : first + 1;
+        if (sum.apply(parent, me + 1f) != all) fails.add("split: the parent's allReduce before the child's is wrong on rank " + me);
+        float got = sum.apply(pair, me + 1f);
+        if (got != want || pair.size() != members || pair.rank() != me - first) {
+          fails.add("split: rank " + me + "'s pair gave " + got + " (size " + pair.size() + ", rank " + pair.rank() + "), expected " + want);
+        }
+        if (sum.apply(parent, me + 1f) != all) fails.add("split: the parent's allReduce after the child's is wrong on rank " + me);
+        try (Communicator single = pair.split(pair.rank(), 0)) {
+          if (single.size() != 1 || sum.apply(single, me + 1f) != me + 1f) fails.add("split: the nested single-rank child is wrong on rank " + me);
+        }
+      }
+      int[] reversed = new int[n];
+      for (int i = 0; i < n; i++) reversed[i] = n - 1 - i;
+      try (Communicator rev = parent.split(reversed)) {
+        if (rev.rank() != n - 1 - me || sum.apply(rev, me + 1f) != all) fails.add("split: the reversed list's child is wrong on rank " + me);
+      }
+    } catch (RuntimeException e) {
+      fails.add("split: " + e + " on rank " + me);
+    }
+    System.out.println("rank " + me + ": split checks, " + fails.size() + " failures");
     return fails;
   }
 

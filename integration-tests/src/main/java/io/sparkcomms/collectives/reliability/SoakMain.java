@@ -362,6 +362,8 @@ public final class SoakMain {
     @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) {
       return c.reduceScatterVAsync(in, out, counts, op);
     }
+    @Override public Communicator split(int[] ranks) { return c.split(ranks); }
+    @Override public Communicator split(int color, int key) { return c.split(color, key); }
     @Override public void barrier() { c.barrierAsync().waitFor(); }
     @Override public Work barrierAsync() { return c.barrierAsync(); }
     @Override public void abort(String reason) { c.abort(reason); }
