@@ -32,9 +32,10 @@ import java.util.function.IntPredicate;
  *       exception is the cause.</li>
  * </ul>
  * In both cases no payload moves. Then, only when every header passes, the payload round: the
- * serialized bytes packed into INT64 words, zero-padded to the longest object's length (the padded
- * payload is at most {@code maxBytes} + 7 bytes per rank), by allGather (broadcast from the root for
- * {@link #broadcastObject}). Every length a peer sent is checked against 0..{@code maxBytes} before
+ * serialized bytes packed into INT64 words (at most {@code maxBytes} + 7 bytes per rank), by
+ * allGatherV with each rank's own word count for {@link #allGatherObject}, by gather to the root,
+ * zero-padded to the longest object, for {@link #gatherObject}, and by broadcast from the root for
+ * {@link #broadcastObject}. Every length a peer sent is checked against 0..{@code maxBytes} before
  * anything is allocated for it.
  *
  * <p>Deserialization is local: a rank that cannot deserialize what it received (a class missing from
@@ -151,9 +152,8 @@ public final class ObjectCollectives {
   }
 
   /**
-   * Every rank's object on the root, in rank order. The payload moves by allGather (the communicator
-   * has no gather), so every rank holds the padded payload of all ranks for the duration of the call;
-   * only the root deserializes.
+   * Every rank's object on the root, in rank order. The payload moves by gather, each rank's padded to
+   * the longest; only the root holds and deserializes them.
    *
    * @param c the communicator; every rank calls this
    * @param o this rank's object, may be null
@@ -183,11 +183,26 @@ public final class ObjectCollectives {
       throw new CommObjectException(call.api + ": the longest object is " + longest + " bytes serialized; padded to it, the "
           + n + " ranks' objects exceed the largest Java array; no object was sent");
     }
-    long[] all = new long[n * words];
-    if (words > 0) c.allGather(HostTensor.of(Words.pack(out.bytes, words)), HostTensor.of(all));
-    if (call == Call.GATHER && me != root) return null;
     List<Object> objects = new ArrayList<>(n);
-    for (int r = 0; r < n; r++) objects.add(decode(call, me, r, Words.unpack(all, r * words, (int) lengths[r]), codec));
+    if (call == Call.GATHER) {
+      // padded to the longest, gathered on the root only
+      long[] all = me == root ? new long[n * words] : null;
+      if (words > 0) c.gather(HostTensor.of(Words.pack(out.bytes, words)), all == null ? null : HostTensor.of(all), root);
+      if (me != root) return null;
+      for (int r = 0; r < n; r++) objects.add(decode(call, me, r, Words.unpack(all, r * words, (int) lengths[r]), codec));
+    } else {
+      // each rank's words back to back, no padding: allGatherV with the counts every rank derived from the headers
+      long[] counts = new long[n];
+      long total = 0;
+      for (int r = 0; r < n; r++) total += counts[r] = Words.of(lengths[r]);
+      long[] all = new long[(int) total];
+      if (total > 0) c.allGatherV(HostTensor.of(Words.pack(out.bytes, (int) counts[me])), HostTensor.of(all), counts);
+      long at = 0;
+      for (int r = 0; r < n; r++) {
+        objects.add(decode(call, me, r, Words.unpack(all, (int) at, (int) lengths[r]), codec));
+        at += counts[r];
+      }
+    }
     return Collections.unmodifiableList(objects);
   }
 
