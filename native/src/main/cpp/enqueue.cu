@@ -458,6 +458,16 @@ extern "C" int sc_alltoallv_status(sc_comm_t c, long long* status) {
   return SC_OK;
 }
 
+extern "C" int sc_agree(sc_comm_t c, const void* send, void* recv, size_t words, int tag, void* stream) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "sc_agree: communicator is null");
+  if (tag < 1 || tag > 255) return sc_refuse(c, SC_COLL_ALLGATHER, stream, sc_fail(SC_ERR_INVALID_ARG, "sc_agree: tag %d outside 1..255", tag));
+  bool done = false;
+  // the tag in the header's root word: a direct allGather's is 0, so the two never pass each other
+  SC_TRY(sc_call_begin(c, SC_COLL_ALLGATHER, words, SC_INT64, 0, tag, SC_PROTO_FLAT, stream, &done));
+  if (done) return SC_OK;
+  return sc_exchange<SC_X_ALLGATHER>(c, send, recv, words, SC_INT64, 0, stream, "sc_agree");
+}
+
 extern "C" int sc_barrier(sc_comm_t c, void* stream) {
   SC_TRY(sc_ready(c));
   sc_call_words(c, SC_COLL_BARRIER, 0, 0, 0, 0, SC_PROTO_FLAT);

@@ -60,6 +60,7 @@ static int (*sc_fp_sc_broadcast)(sc_comm_t comm, const void* send, void* recv, s
 static int (*sc_fp_sc_alltoallv)(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_alltoallv_status)(sc_comm_t comm, long long* status) = 0;
 static int (*sc_fp_sc_barrier)(sc_comm_t comm, void* stream) = 0;
+static int (*sc_fp_sc_agree)(sc_comm_t comm, const void* send, void* recv, size_t words, int tag, void* stream) = 0;
 static int (*sc_fp_sc_comm_refuse)(sc_comm_t comm, int collective, void* stream) = 0;
 static int (*sc_fp_sc_debug_corrupt_flag)(sc_comm_t comm, int peer, uint64_t value) = 0;
 static int (*sc_fp_sc_debug_lp_trace)(sc_comm_t comm, uint64_t* out, size_t ops) = 0;
@@ -183,6 +184,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_alltoallv_status) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_alltoallv_status (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_barrier) = dlsym(h, "sc_barrier");
   if (!sc_fp_sc_barrier) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_barrier (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_agree) = dlsym(h, "sc_agree");
+  if (!sc_fp_sc_agree) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_agree (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_refuse) = dlsym(h, "sc_comm_refuse");
   if (!sc_fp_sc_comm_refuse) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_refuse (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_debug_corrupt_flag) = dlsym(h, "sc_debug_corrupt_flag");
@@ -277,6 +280,7 @@ int sc_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int
 int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, const int64_t* send_counts, const int64_t* send_offsets, void* recv, size_t recv_capacity, int64_t* recv_counts, const int64_t* recv_offsets, int dtype, void* stream) { if (!sc_fp_sc_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv(comm, send, send_capacity, send_counts, send_offsets, recv, recv_capacity, recv_counts, recv_offsets, dtype, stream); }
 int sc_alltoallv_status(sc_comm_t comm, long long* status) { if (!sc_fp_sc_alltoallv_status) return SC_ERR_NO_DEVICE; return sc_fp_sc_alltoallv_status(comm, status); }
 int sc_barrier(sc_comm_t comm, void* stream) { if (!sc_fp_sc_barrier) return SC_ERR_NO_DEVICE; return sc_fp_sc_barrier(comm, stream); }
+int sc_agree(sc_comm_t comm, const void* send, void* recv, size_t words, int tag, void* stream) { if (!sc_fp_sc_agree) return SC_ERR_NO_DEVICE; return sc_fp_sc_agree(comm, send, recv, words, tag, stream); }
 int sc_comm_refuse(sc_comm_t comm, int collective, void* stream) { if (!sc_fp_sc_comm_refuse) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_refuse(comm, collective, stream); }
 int sc_debug_corrupt_flag(sc_comm_t comm, int peer, uint64_t value) { if (!sc_fp_sc_debug_corrupt_flag) { if (!sc_dl_handle) return SC_ERR_NO_DEVICE; snprintf(sc_hook_error, sizeof sc_hook_error, "sc_debug_corrupt_flag: this GPU library is a product build without the sc_debug_* test hooks (build it with SC_DEBUG_HOOKS=1)"); sc_hook_error_pending = 1; return SC_ERR_UNSUPPORTED; } return sc_fp_sc_debug_corrupt_flag(comm, peer, value); }
 int sc_debug_lp_trace(sc_comm_t comm, uint64_t* out, size_t ops) { if (!sc_fp_sc_debug_lp_trace) { if (!sc_dl_handle) return SC_ERR_NO_DEVICE; snprintf(sc_hook_error, sizeof sc_hook_error, "sc_debug_lp_trace: this GPU library is a product build without the sc_debug_* test hooks (build it with SC_DEBUG_HOOKS=1)"); sc_hook_error_pending = 1; return SC_ERR_UNSUPPORTED; } return sc_fp_sc_debug_lp_trace(comm, out, ops); }

@@ -204,6 +204,11 @@ SC_API int sc_alltoallv(sc_comm_t comm, const void* send, size_t send_capacity, 
  * Call after the stream work completed. */
 SC_API int sc_alltoallv_status(sc_comm_t comm, long long* status);
 SC_API int sc_barrier(sc_comm_t comm, void* stream);
+/* An allGather of `words` INT64 words per rank whose call header carries `tag` (1..255) in its root
+ * field, which no sc_allgather call has (its root is 0): a rank that runs it while a peer runs any other call fails
+ * with SC_ERR_MISMATCH on both. For a caller's own agreement round ahead of a call composed from
+ * others (the Java backend's reduce, gather, scatter and per-rank-count collectives). */
+SC_API int sc_agree(sc_comm_t comm, const void* send, void* recv, size_t words, int tag, void* stream);
 /* This rank refuses its own arguments of a call of `collective` (SC_COLL_*) that its peers make:
  * a barrier kernel whose call header says so makes their kernels fail with SC_ERR_MISMATCH at once
  * instead of waiting for this rank until their timeout. The entry points do this themselves for the

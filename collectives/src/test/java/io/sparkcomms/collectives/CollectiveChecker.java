@@ -456,6 +456,7 @@ public final class CollectiveChecker {
     comm.reduce(in, out, op, root);
     Protocol algo = usedSince(before);
     String what = "reduce(" + dt + ", " + op + ", count=" + count + ", root=" + root + ", " + algo + (inPlace ? ", in-place" : "") + ")";
+    if (algo == Protocol.LP && failures.size() < 20) failures.add(what + ": ran in low precision; reduce is full precision");
     if (isRoot) {
       double[] xs = new double[n];
       for (int i = 0; i < count; i++) {
@@ -485,6 +486,7 @@ public final class CollectiveChecker {
     Protocol algo = usedSince(before);
     boolean lp = algo == Protocol.LP;
     String what = "gather(" + dt + ", count=" + count + ", root=" + root + ", " + algo + ")";
+    if (lp && failures.size() < 20) failures.add(what + ": ran in low precision; gather moves data exactly");
     if (isRoot) {
       for (int p = 0; p < n; p++) {
         for (int i = 0; i < count; i++) {
@@ -518,6 +520,7 @@ public final class CollectiveChecker {
     Protocol algo = usedSince(before);
     boolean lp = algo == Protocol.LP;
     String what = "scatter(" + dt + ", count=" + count + ", root=" + root + ", " + algo + ")";
+    if (lp && failures.size() < 20) failures.add(what + ": ran in low precision; scatter moves data exactly");
     for (int i = 0; i < count; i++) {
       long k = (long) me * count + i;
       double x = input(seed, call, root, k, dt, null, Shape.UNIFORM, all);
@@ -556,6 +559,7 @@ public final class CollectiveChecker {
     Protocol algo = usedSince(before);
     boolean lp = algo == Protocol.LP;
     String what = "allGatherV(" + dt + ", counts=" + java.util.Arrays.toString(counts) + ", " + algo + ")";
+    if (lp && failures.size() < 20) failures.add(what + ": ran in low precision; allGatherV moves data exactly");
     for (int p = 0; p < n; p++) {
       for (long i = 0; i < counts[p]; i++) {
         double x = input(seed, call, p, i, dt, null, Shape.UNIFORM, counts[p]);
@@ -584,6 +588,7 @@ public final class CollectiveChecker {
     comm.reduceScatterV(in, out, counts, op);
     Protocol algo = usedSince(before);
     String what = "reduceScatterV(" + dt + ", " + op + ", counts=" + java.util.Arrays.toString(counts) + ", " + algo + ")";
+    if (algo == Protocol.LP && failures.size() < 20) failures.add(what + ": ran in low precision; reduceScatterV is full precision");
     double[] xs = new double[n];
     for (long i = 0; i < counts[me]; i++) {
       long gi = mine + i;

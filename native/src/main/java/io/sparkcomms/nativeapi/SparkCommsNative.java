@@ -131,6 +131,7 @@ public final class SparkCommsNative {
   public static native int sc_alltoallv(sc_comm comm, @Const Pointer send, @Cast("size_t") long send_capacity, @Cast("const int64_t*") Pointer send_counts, @Cast("const int64_t*") Pointer send_offsets, Pointer recv, @Cast("size_t") long recv_capacity, @Cast("int64_t*") Pointer recv_counts, @Cast("const int64_t*") Pointer recv_offsets, int dtype, Pointer stream);
   public static native int sc_alltoallv_status(sc_comm comm, long[] status);
   public static native int sc_barrier(sc_comm comm, Pointer stream);
+  public static native int sc_agree(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long words, int tag, Pointer stream);
   public static native int sc_comm_refuse(sc_comm comm, int collective, Pointer stream);
   public static native int sc_debug_corrupt_flag(sc_comm comm, int peer, @Cast("uint64_t") long value);
   public static native int sc_debug_lp_trace(sc_comm comm, @Cast("uint64_t*") long[] out, @Cast("size_t") long ops);

@@ -78,7 +78,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     this.ownStream = stream;
     this.stream = stream;
     this.vendor = vendor;
-    this.composed = new GpuComposed(planner(), rank, size, device);
+    this.composed = new GpuComposed(planner(), o, rank, size, device);
   }
 
   /** Collective over the rendezvous: every rank calls it with its own device ({@link GpuSetup}). */
@@ -175,8 +175,39 @@ public final class GpuCommunicator extends AbstractCommunicator {
       @Override public Protocol start(PlannedCall sub) {
         return sub.in() instanceof HostTensor ? executeStaged(sub, s) : launch(sub, s);
       }
+      @Override public Protocol plan(PlannedCall sub) { return launcher.plan(sub); }
+      @Override public void agree(long[] mine, long[] all) { agreeRound(c, mine, all, s); }
       @Override public void finish(PlannedCall call) { GpuCommunicator.this.finish(call, s); }
+      @Override public void broken(PlannedCall call, RuntimeException e) {
+        if (!aborted) abort(call.kind().apiName() + " failed on rank " + rank + ": " + e);
+      }
     }, s);
+  }
+
+  /** Device words of the agreement round: this rank's, then every rank's; grown, kept. */
+  private DeviceBuffer agreeWords;
+
+  /** {@code sc_agree} of {@code mine} into {@code all} (host arrays), completed when it returns. */
+  private void agreeRound(PlannedCall c, long[] mine, long[] all, Pointer s) {
+    long need = (long) mine.length * (size + 1);
+    if (agreeWords == null || agreeWords.count() < need) {
+      if (agreeWords != null) agreeWords.close();  // the previous round completed (synchronous)
+      agreeWords = null;
+      agreeWords = DeviceBuffer.allocate(io.sparkcomms.collectives.DataType.INT64, need, device);
+    }
+    DeviceTensor in = agreeWords.view(0, mine.length), out = agreeWords.view(mine.length, (long) mine.length * size);
+    in.copyFrom(HostTensor.of(mine));
+    String name = c.kind().apiName() + " (agreement round)";
+    int st = SparkCommsNative.sc_agree(comm, in.pointer(), out.pointer(), mine.length, GpuComposed.AGREE_TAG, s);
+    try {
+      check(st, name);
+    } catch (CommException e) {
+      aborted = true;  // a launch that failed: peers may be inside the round already
+      throw e;
+    }
+    check(SparkCommsNative.sc_stream_synchronize(s), "sc_stream_synchronize");
+    check(SparkCommsNative.sc_comm_check(comm), name);
+    out.copyTo(HostTensor.of(all));
   }
 
   /** A host-tensor call: staged through pinned memory, synchronous. */
@@ -373,5 +404,6 @@ public final class GpuCommunicator extends AbstractCommunicator {
     SparkCommsNative.sc_stream_destroy(ownStream);
     staging.close();
     composed.close();
+    if (agreeWords != null) agreeWords.close();
   }
 }

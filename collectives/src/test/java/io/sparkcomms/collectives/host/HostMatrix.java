@@ -31,6 +31,10 @@ final class HostMatrix {
    * the 256K staging area plus a partial one, in each rank's slice, at every rank count.
    */
   static final int[] COUNTS_REDUCE_SCATTER = {1, 7, 1023, (1 << 18) + 3};
+  /** The rooted and per-rank-count calls: {@link #COUNTS} and an empty call. */
+  static final int[] COUNTS_ROOTED = {0, 1, 7, 1023, (1 << 20) + 3};
+  /** reduceScatterV: {@link #COUNTS_REDUCE_SCATTER} and an empty call. */
+  static final int[] COUNTS_REDUCE_SCATTER_V = {0, 1, 7, 1023, (1 << 18) + 3};
   /** 16 ranks (more ranks than an MI300 node has GPUs), smaller counts. */
   static final int[] COUNTS_16_RANKS = {1, 7, 1023, 40_001};
 
