@@ -55,6 +55,8 @@ final class BenchConfig {
   DataType dtype = DataType.FLOAT32;
   ReduceOp op = ReduceOp.SUM;
   Collective collective = Collective.ALL_REDUCE;
+  /** Root rank of broadcast, reduce, gather and scatter. */
+  int root = 0;
   CommOptions.Backend backend = CommOptions.Backend.HOST;
   int ranks = 2;
   /** Requested algorithms, in row order (AUTO, or any of FLAT / TREE / LP). */
@@ -89,13 +91,18 @@ final class BenchConfig {
         "      --min-iters N       (default 3)      --max-iters N   (default 1000)",
         "  -d, --datatype T        float32|bfloat16|float16|float64|int32|int64 (default float32)",
         "  -o, --op OP             sum|avg|min|max|prod|premul_sum(f) (default sum)",
-        "  -c, --collective C      allreduce|allgather|reducescatter|alltoall|broadcast (default allreduce)",
+        "  -c, --collective C      allreduce|allgather|reducescatter|alltoall|broadcast|reduce|gather|",
+        "                          scatter|allgatherv|reducescatterv (default allreduce); sizes and",
+        "                          bandwidths of each below",
+        "      --root R            root rank of broadcast, reduce, gather and scatter (default 0); the",
+        "                          other ranks pass null for the tensor they do not use",
         "      --backend B         host|gpu (default host)",
         "      --ranks N           rank processes to launch (default 2)",
         "      --algo A            auto|flat|tree|lp|all, or a comma list; all = flat,tree,lp (default auto)",
         "      --baseline B        none|tcp|vendor (default none). tcp: the naive path, every rank sends",
         "                          its array to rank 0 over loopback TCP, rank 0 reduces and sends the",
-        "                          result back (allreduce only). vendor: NCCL/RCCL (gpu backend only)",
+        "                          result back (allreduce only). vendor: NCCL/RCCL (gpu backend only;",
+        "                          allreduce, allgather, reducescatter, broadcast)",
         "      --staging SIZE      per-rank staging buffer (default: the backend's, docs/configuration.md)",
         "      --lp-block N        elements per FP8 scale (default 128)",
         "      --timing T          wall|device (default wall). wall: each rank's wall time per synchronous",
@@ -106,6 +113,18 @@ final class BenchConfig {
         "      --seed N            base seed of the random inputs (default: from the clock)",
         "      --timeout SEC       give up on the whole run after SEC seconds (default 3600)",
         "  -h, --help              this text",
+        "",
+        "Size of a row (nccl-tests convention: the call's largest buffer, in bytes, rounded down to whole",
+        "elements and, where the buffer is split over the n ranks, to a multiple of n):",
+        "  allreduce, broadcast, reduce: a rank's input; allgather, gather: the output, n times a rank's",
+        "  input; reducescatter, scatter: the input, n times a rank's output; alltoall: a rank's input.",
+        "  allgatherv, reducescatterv: the total T of the per-rank counts; rank r gets a share of T",
+        "  proportional to r+1, count[r] = floor(T*S(r+1)/S(n)) - floor(T*S(r)/S(n)) with",
+        "  S(k) = k(k+1)/2, so the counts add up to T; a rank whose share is under one element gets 0",
+        "  (2 ranks, 1K float32: 85 and 171 elements).",
+        "algbw = size / time; busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce 2(n-1)/n;",
+        "  allgather, allgatherv, reducescatter, reducescatterv, alltoall, gather, scatter (n-1)/n;",
+        "  broadcast, reduce 1.",
         "",
         "  --spark [--master URL] [--backend host|gpu] [-b SIZE] [-e SIZE] [-n N] [-w N] [--ranks N] [--csv FILE]",
         "                          instead: the barrier-stage allReduce sweep inside Spark (float32 sum, sizes",
@@ -121,7 +140,7 @@ final class BenchConfig {
   private static final Set<String> VALUE_OPTIONS = Set.of(
       "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-w", "--warmup_iters", "--warmup",
       "-n", "--iters", "--target-time", "--warmup-time", "--min-iters", "--max-iters", "-d", "--datatype", "--dtype",
-      "-o", "--op", "-c", "--collective", "--backend", "--ranks", "--algo", "--baseline", "--timing",
+      "-o", "--op", "-c", "--collective", "--root", "--backend", "--ranks", "--algo", "--baseline", "--timing",
       "--staging", "--lp-block", "--csv", "--seed", "--timeout");
 
   static BenchConfig parse(String[] args) {
@@ -162,6 +181,7 @@ final class BenchConfig {
           case "-d": case "--datatype": case "--dtype": c.dtype = parseDtype(v); break;
           case "-o": case "--op": c.op = ReduceOp.parse(v); break;
           case "-c": case "--collective": c.collective = parseCollective(v); break;
+          case "--root": c.root = Integer.parseInt(v.trim()); break;
           case "--backend": c.backend = parseBackend(v); break;
           case "--ranks": c.ranks = Integer.parseInt(v.trim()); break;
           case "--algo": c.algorithms = parseAlgos(v); break;
@@ -213,11 +233,21 @@ final class BenchConfig {
     if (ranks < 1 || ranks > 64) throw new UsageException("--ranks must be in 1..64, got " + ranks);
     if (timeoutSeconds < 1) throw new UsageException("--timeout must be >= 1 second");
     if (reduces() && !op.supports(dtype)) throw new UsageException("op " + opName() + " is not defined for " + typeName());
+    if (given.contains("--root") && !collective.isRooted()) {
+      throw new UsageException("--root is for broadcast, reduce, gather and scatter, not " + collectiveName());
+    }
+    if (root < 0 || root >= ranks) throw new UsageException("--root must be in 0.." + (ranks - 1) + " (--ranks " + ranks + "), got " + root);
     if (baseline == Baseline.TCP && collective != Collective.ALL_REDUCE) {
-      throw new UsageException("--baseline tcp is only for allreduce");
+      throw new UsageException("--baseline tcp covers allreduce only, not " + collectiveName()
+          + " (leave out --baseline)");
     }
     if (baseline == Baseline.VENDOR && backend != CommOptions.Backend.GPU) {
       throw new UsageException("--baseline vendor needs --backend gpu (NCCL/RCCL)");
+    }
+    if (baseline == Baseline.VENDOR && !collective.hasVendorVariant()) {
+      // the planner runs such a call as FLAT: the row would repeat the library's own
+      throw new UsageException("--baseline vendor covers allreduce, allgather, reducescatter and broadcast, not "
+          + collectiveName() + " (NCCL/RCCL is not used for it; leave out --baseline)");
     }
     if (timing == Timing.DEVICE) {
       if (backend != CommOptions.Backend.GPU) throw new UsageException("--timing device needs --backend gpu");
@@ -237,7 +267,37 @@ final class BenchConfig {
   }
 
   /** Whether the collective takes a reduce op. */
-  boolean reduces() { return collective == Collective.ALL_REDUCE || collective == Collective.REDUCE_SCATTER; }
+  boolean reduces() {
+    return collective == Collective.ALL_REDUCE || collective == Collective.REDUCE_SCATTER || collective == Collective.REDUCE
+        || collective == Collective.REDUCE_SCATTER_V;
+  }
+
+  /**
+   * The bus bandwidth factor of nccl-tests (its PERFORMANCE.md; busbw = algbw * factor, algbw = size
+   * / time, size as in {@link BenchData.Layout#of}): what each rank's link must carry relative to the
+   * size, so that busbw is comparable across rank counts. allreduce 2(n-1)/n; allgather, allgatherv,
+   * reducescatter, reducescatterv, alltoall, gather and scatter (n-1)/n (size: the n-rank total);
+   * broadcast and reduce 1.
+   */
+  static double busFactor(Collective c, int n) {
+    switch (c) {
+      case ALL_REDUCE: return 2.0 * (n - 1) / n;
+      case BROADCAST: case REDUCE: return 1.0;
+      case ALL_GATHER: case ALL_GATHER_V: case REDUCE_SCATTER: case REDUCE_SCATTER_V: case ALL_TO_ALL:
+      case GATHER: case SCATTER:
+        return (double) (n - 1) / n;
+      default: throw new IllegalArgumentException(c.apiName());
+    }
+  }
+
+  /** {@link #busFactor} as a formula, for the header. */
+  static String busFactorFormula(Collective c) {
+    switch (c) {
+      case ALL_REDUCE: return "2(n-1)/n";
+      case BROADCAST: case REDUCE: return "1";
+      default: return "(n-1)/n";
+    }
+  }
 
   /** The op as printed in rows: sum, avg, min, max, prod, premul_sum(f); "none" for copies. */
   String opName() {
@@ -302,6 +362,7 @@ final class BenchConfig {
     add(a, "-d", typeName());
     add(a, "-o", op.kind() == ReduceOp.Kind.PREMUL_SUM ? "premul_sum(" + op.factor() + ")" : op.kind().name().toLowerCase(Locale.ROOT));
     add(a, "-c", collectiveName());
+    if (collective.isRooted()) add(a, "--root", Integer.toString(root));
     add(a, "--backend", backend.name().toLowerCase(Locale.ROOT));
     add(a, "--ranks", Integer.toString(ranks));
     add(a, "--algo", algoList());
@@ -344,7 +405,13 @@ final class BenchConfig {
       case "reducescatter": return Collective.REDUCE_SCATTER;
       case "alltoall": return Collective.ALL_TO_ALL;
       case "broadcast": case "bcast": return Collective.BROADCAST;
-      default: throw new UsageException("unknown collective '" + v + "' (allreduce|allgather|reducescatter|alltoall|broadcast)");
+      case "reduce": return Collective.REDUCE;
+      case "gather": return Collective.GATHER;
+      case "scatter": return Collective.SCATTER;
+      case "allgatherv": return Collective.ALL_GATHER_V;
+      case "reducescatterv": return Collective.REDUCE_SCATTER_V;
+      default: throw new UsageException("unknown collective '" + v
+          + "' (allreduce|allgather|reducescatter|alltoall|broadcast|reduce|gather|scatter|allgatherv|reducescatterv)");
     }
   }
 

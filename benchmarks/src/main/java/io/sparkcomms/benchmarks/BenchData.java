@@ -4,6 +4,7 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HalfFloats;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.PerRankCounts;
 import io.sparkcomms.collectives.ReduceOp;
 
 /**
@@ -15,38 +16,72 @@ import io.sparkcomms.collectives.ReduceOp;
 final class BenchData {
   private BenchData() {}
 
-  /** Elements per rank of one row and the reported size. */
-  record Layout(int inCount, int outCount, long totalCount, long bytes, int chunk) {
+  /**
+   * One rank's buffers of one row and the reported size: {@code inCount} and {@code outCount} are
+   * this rank's element counts (0 for the tensor a rooted call does not use on this rank, which the
+   * caller passes as null), {@code totalCount} and {@code bytes} the row's size, {@code chunk} the
+   * per-rank slice of the evenly split collectives, {@code counts} the per-rank counts of allgatherv
+   * and reducescatterv (null otherwise).
+   */
+  record Layout(int inCount, int outCount, long totalCount, long bytes, int chunk, PerRankCounts counts) {
     /**
-     * The layout of a message of about {@code size} bytes, nccl-tests style: size is the largest
-     * buffer (allgather: the output, reducescatter: the input), rounded down to whole elements and,
-     * where the buffer is split over the ranks, to a multiple of the rank count. Null when empty.
+     * Rank {@code rank}'s layout of a message of about {@code size} bytes, nccl-tests style: size is
+     * the largest buffer (allgather and gather: the output, reducescatter, scatter and alltoall: the
+     * input; allgatherv and reducescatterv: the total of the counts), rounded down to whole elements
+     * and, where the buffer is split evenly over the ranks, to a multiple of the rank count. Null
+     * when empty.
      */
-    static Layout of(Collective c, long size, DataType dt, int n) {
+    static Layout of(Collective c, long size, DataType dt, int n, int rank, int root) {
       long total = size / dt.size();
-      long chunk;
+      boolean isRoot = rank == root;
+      if (c == Collective.ALL_GATHER_V || c == Collective.REDUCE_SCATTER_V) {
+        if (total == 0) return null;
+        PerRankCounts pc = PerRankCounts.of(perRankCounts(total, n), n);
+        int mine = Math.toIntExact(pc.count(rank));
+        int all = Math.toIntExact(total);
+        return c == Collective.ALL_GATHER_V
+            ? new Layout(mine, all, total, total * dt.size(), 0, pc)
+            : new Layout(all, mine, total, total * dt.size(), 0, pc);
+      }
+      if (c == Collective.ALL_REDUCE || c == Collective.BROADCAST || c == Collective.REDUCE) {
+        if (total == 0) return null;
+        int t = Math.toIntExact(total);
+        int out = c == Collective.REDUCE && !isRoot ? 0 : t;
+        return new Layout(t, out, total, total * dt.size(), t, null);
+      }
+      long chunk = total / n;
+      if (chunk == 0) return null;
+      int ch = Math.toIntExact(chunk), all = Math.toIntExact(chunk * n);
+      long bytes = chunk * n * dt.size();
       switch (c) {
-        case ALL_REDUCE:
-        case BROADCAST:
-          chunk = total;
-          if (total == 0) return null;
-          return new Layout(Math.toIntExact(total), Math.toIntExact(total), total, total * dt.size(), Math.toIntExact(total));
-        case ALL_GATHER:
-          chunk = total / n;
-          if (chunk == 0) return null;
-          return new Layout(Math.toIntExact(chunk), Math.toIntExact(chunk * n), chunk * n, chunk * n * dt.size(), Math.toIntExact(chunk));
-        case REDUCE_SCATTER:
-          chunk = total / n;
-          if (chunk == 0) return null;
-          return new Layout(Math.toIntExact(chunk * n), Math.toIntExact(chunk), chunk * n, chunk * n * dt.size(), Math.toIntExact(chunk));
-        case ALL_TO_ALL:
-          chunk = total / n;
-          if (chunk == 0) return null;
-          return new Layout(Math.toIntExact(chunk * n), Math.toIntExact(chunk * n), chunk * n, chunk * n * dt.size(), Math.toIntExact(chunk));
-        default:
-          throw new IllegalArgumentException(c.apiName());
+        case ALL_GATHER: return new Layout(ch, all, chunk * n, bytes, ch, null);
+        case REDUCE_SCATTER: return new Layout(all, ch, chunk * n, bytes, ch, null);
+        case ALL_TO_ALL: return new Layout(all, all, chunk * n, bytes, ch, null);
+        case GATHER: return new Layout(ch, isRoot ? all : 0, chunk * n, bytes, ch, null);
+        case SCATTER: return new Layout(isRoot ? all : 0, ch, chunk * n, bytes, ch, null);
+        default: throw new IllegalArgumentException(c.apiName());
       }
     }
+  }
+
+  /**
+   * The per-rank counts of allgatherv and reducescatterv for a total of {@code total} elements:
+   * uneven but deterministic, rank r's share proportional to r+1. With S(k) = k(k+1)/2, rank r's
+   * block is [floor(total*S(r)/S(n)), floor(total*S(r+1)/S(n))), so the blocks tile the total
+   * exactly and a share under one element is 0 (the zero-count path is measured at small sizes).
+   */
+  static long[] perRankCounts(long total, int n) {
+    long w = (long) n * (n + 1) / 2;
+    long[] c = new long[n];
+    long prev = 0;
+    for (int r = 0; r < n; r++) {
+      long s = (long) (r + 1) * (r + 2) / 2;
+      // total <= 2^30 and w <= 2080 (64 ranks): the product fits a long
+      long end = Math.multiplyExact(total, s) / w;
+      c[r] = end - prev;
+      prev = end;
+    }
+    return c;
   }
 
   static long mix(long z) {
@@ -198,8 +233,9 @@ final class BenchData {
   }
 
   /**
-   * Checks rank {@code rank}'s output of {@code c} against the float64 reference of all ranks'
-   * inputs. {@code wrong} counts elements outside the bound; the relative error of an element is
+   * Checks rank {@code rank}'s output of {@code c} (the {@code l.outCount()} elements this rank
+   * receives; none on a non-root of reduce and gather) against the float64 reference of all ranks'
+   * inputs; {@code root} is the root of the rooted collectives. {@code wrong} counts elements outside the bound; the relative error of an element is
    * |out - ref| / max(|ref|, mean over ranks of |contribution|) (the second term keeps sums that
    * cancel to near zero from dominating).
    */
@@ -211,12 +247,16 @@ final class BenchData {
     double[] xs = new double[n];
     Ref ref = new Ref();
     int chunk = l.chunk();
+    int owner = 0;  // allgatherv: the rank whose block holds element j (non-decreasing in j)
     for (int j = 0; j < l.outCount(); j++) {
       double want, bound, scale;
       switch (c) {
         case ALL_REDUCE:
-        case REDUCE_SCATTER: {
-          long src = c == Collective.ALL_REDUCE ? j : (long) rank * chunk + j;
+        case REDUCE:
+        case REDUCE_SCATTER:
+        case REDUCE_SCATTER_V: {
+          long src = c == Collective.ALL_REDUCE || c == Collective.REDUCE ? j
+              : c == Collective.REDUCE_SCATTER ? (long) rank * chunk + j : l.counts().start(rank) + j;
           for (int r = 0; r < n; r++) xs[r] = value(seed, r, src, dt, op);
           reduceRef(xs, op, dt, lp, ref);
           want = ref.value;
@@ -224,10 +264,25 @@ final class BenchData {
           scale = ref.scale;
           break;
         }
-        case ALL_GATHER: {
+        case ALL_GATHER:
+        case GATHER: {
           int p = j / chunk;
           want = value(seed, p, j % chunk, dt, null);
           bound = copyBound(want, dt, lp);
+          scale = Math.abs(want);
+          break;
+        }
+        case ALL_GATHER_V: {
+          PerRankCounts pc = l.counts();
+          while (j >= pc.start(owner) + pc.count(owner)) owner++;  // the rank whose block holds j (blocks in rank order)
+          want = value(seed, owner, j - pc.start(owner), dt, null);
+          bound = 0;
+          scale = Math.abs(want);
+          break;
+        }
+        case SCATTER: {
+          want = value(seed, root, (long) rank * chunk + j, dt, null);
+          bound = 0;
           scale = Math.abs(want);
           break;
         }

@@ -211,12 +211,7 @@ final class BenchLauncher {
     CommOptions o = cfg.options(Algorithm.AUTO, System.getenv());
     int n = cfg.ranks;
     boolean gpu = cfg.backend == CommOptions.Backend.GPU;
-    String bus;
-    switch (cfg.collective) {
-      case ALL_REDUCE: bus = "2(n-1)/n"; break;
-      case BROADCAST: bus = "1"; break;
-      default: bus = "(n-1)/n";
-    }
+    String bus = BenchConfig.busFactorFormula(cfg.collective);
     out.println("# sparkcomms-bench: " + cfg.collectiveName() + " on the " + cfg.backend.name().toLowerCase()
         + " backend, " + n + " rank processes");
     out.println("# command: " + commandLine());
@@ -225,7 +220,8 @@ final class BenchLauncher {
         + ", memory " + HostInfo.memory() + ", load average " + HostInfo.loadAverage());
     out.println("# software: " + HostInfo.java() + ", " + HostInfo.os());
     out.println("# backend: " + (cfg.backend == CommOptions.Backend.HOST ? "host (shared memory, /dev/shm)" : "gpu")
-        + ", ranks: " + n + ", collective: " + cfg.collectiveName() + ", dtype: " + cfg.typeName() + ", op: " + cfg.opName());
+        + ", ranks: " + n + ", collective: " + cfg.collectiveName()
+        + (cfg.collective.isRooted() ? ", root: " + cfg.root : "") + ", dtype: " + cfg.typeName() + ", op: " + cfg.opName());
     out.println("# algorithms: " + cfg.algoList() + ", baseline: " + cfg.baseline.name().toLowerCase());
     if (gpu) {
       // the GPU library's own defaults (docs/configuration.md) apply to whatever is not set here
@@ -242,10 +238,23 @@ final class BenchLauncher {
         + (cfg.iters > 0 ? Integer.toString(cfg.iters)
             : "auto (ceil(" + cfg.targetSeconds + " s / median warm-up call), " + cfg.minIters + ".." + cfg.maxIters + ")")
         + "; seed " + cfg.seed);
+    out.println("# size: " + sizeMeaning() + "; count: elements of that buffer");
     out.println("# time_us: max over ranks of the mean wall time per call; algbw = size / time; busbw = algbw * " + bus
+        + " (nccl-tests)"
         + "; median_us, p99_us: max over ranks of each rank's median and 99th percentile of its calls' wall times");
     out.println("# wrong: elements outside the bound vs a float64 reference, all ranks; max_rel_err: max |out - ref| / max(|ref|, mean_r |x_r|)");
     out.flush();
+  }
+
+  /** What the size column measures for the collective (nccl-tests: the call's largest buffer). */
+  private String sizeMeaning() {
+    switch (cfg.collective) {
+      case ALL_REDUCE: case BROADCAST: case REDUCE: return "a rank's input";
+      case ALL_GATHER: case GATHER: return "the output, n times a rank's input";
+      case REDUCE_SCATTER: case SCATTER: return "the input, n times a rank's output";
+      case ALL_TO_ALL: return "a rank's input (and output), n slices";
+      default: return "the total of the per-rank counts (rank r's share proportional to r+1)";
+    }
   }
 
   private static String bytes(long b) { return b == Long.MAX_VALUE ? "unlimited" : Sizes.format(b); }

@@ -15,6 +15,8 @@ import io.sparkcomms.collectives.algo.AlgorithmSelector;
 import io.sparkcomms.collectives.gpu.DeviceBuffer;
 import io.sparkcomms.collectives.gpu.DeviceTensor;
 import io.sparkcomms.collectives.host.HostCommunicator;
+import io.sparkcomms.collectives.plan.BackendOffer;
+import io.sparkcomms.collectives.plan.CallPlanner;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import java.io.PrintStream;
@@ -95,7 +97,7 @@ final class RankWorker {
         w.header();
       }
       long totalWrong = 0;
-      BenchData.Layout first = BenchData.Layout.of(cfg.collective, cfg.minBytes, cfg.dtype, n);
+      BenchData.Layout first = BenchData.Layout.of(cfg.collective, cfg.minBytes, cfg.dtype, n, rank, cfg.root);
       if (first != null && cfg.warmupSeconds > 0) {
         if (rank == 0) {
           out.println("# JIT warm-up: every communicator under test" + (tcp != null ? " and tcp" : "") + " runs the "
@@ -105,7 +107,7 @@ final class RankWorker {
         jitWarmUp(first);
       }
       for (long size : cfg.sizes()) {
-        BenchData.Layout l = BenchData.Layout.of(cfg.collective, size, cfg.dtype, n);
+        BenchData.Layout l = BenchData.Layout.of(cfg.collective, size, cfg.dtype, n, rank, cfg.root);
         if (l == null) {
           if (rank == 0) out.println("# size " + size + ": too small for " + n + " ranks of " + cfg.typeName() + ", skipped");
           continue;
@@ -211,13 +213,15 @@ final class RankWorker {
   }
 
   /**
-   * The protocol the host policy will pick for request {@code a} (used to skip duplicate rows; the
-   * row reports what ran). On the GPU the native library decides per call: null, no row is skipped.
+   * The protocol the host policy will pick for request {@code a} after the planner's normalization
+   * (used to skip duplicate rows; the row reports what ran). On the GPU the native library decides
+   * per call: null, no row is skipped.
    */
   private Protocol predict(Communicator comm, BenchData.Layout l, Algorithm a) {
     if (gpu()) return null;
     try {
-      return AlgorithmSelector.choose(cfg.collective, l.bytes(), n, cfg.dtype, op, a, comm.options());
+      Algorithm req = new CallPlanner(n, comm.options(), BackendOffer.HOST).normalize(cfg.collective, cfg.dtype, op, a);
+      return AlgorithmSelector.choose(cfg.collective, l.bytes(), n, cfg.dtype, op, req, comm.options());
     } catch (IllegalArgumentException e) {
       return null;
     }
@@ -230,8 +234,10 @@ final class RankWorker {
       notes.add("tree is an allreduce algorithm; " + cfg.collectiveName() + " runs its direct (flat) algorithm"
           + (multi ? ", duplicate rows are skipped" : ""));
     }
-    if (cfg.algorithms.contains(Algorithm.LP)
-        && !io.sparkcomms.collectives.plan.CallPlanner.lowPrecisionEligible(cfg.collective, cfg.dtype, op)) {
+    if (!cfg.collective.hasLowPrecision() && cfg.algorithms.contains(Algorithm.LP)) {
+      notes.add(cfg.collectiveName() + " has no lp (FP8) form; it runs its direct (flat) algorithm"
+          + (multi ? ", duplicate rows are skipped" : ""));
+    } else if (cfg.algorithms.contains(Algorithm.LP) && !CallPlanner.lowPrecisionEligible(cfg.collective, cfg.dtype, op)) {
       notes.add("lp needs float32/bfloat16" + (cfg.reduces() ? " and sum/avg" : "") + " on " + cfg.collectiveName()
           + "; this configuration falls back to the exact path" + (multi ? ", duplicate rows are skipped" : ""));
     }
@@ -239,8 +245,22 @@ final class RankWorker {
       notes.add(n + " ranks on " + HostInfo.cores() + " cores: ranks time-share cores, expect pessimistic numbers");
     }
     for (String s : notes) out.println("# note: " + s);
-    out.println("# collective: " + cfg.collectiveName() + ", out-of-place, " + n + " ranks; algo = the protocol that ran"
-        + " (from the communicator's stats), tcp = the naive baseline");
+    out.println("# collective: " + cfg.collectiveName() + ", out-of-place, " + n + " ranks" + layoutNote()
+        + "; algo = the protocol that ran (from the communicator's stats), tcp = the naive baseline");
+  }
+
+  /** The root, or the per-rank counts of the first row, as the collective has them; "" otherwise. */
+  private String layoutNote() {
+    if (cfg.collective.isRooted()) {
+      String unused = cfg.collective == Collective.SCATTER ? "input" : cfg.collective == Collective.BROADCAST ? null : "output";
+      return ", root " + cfg.root + (unused != null ? " (the other ranks pass a null " + unused + ")" : "");
+    }
+    if (cfg.collective.hasPerRankCounts()) {
+      BenchData.Layout l = BenchData.Layout.of(cfg.collective, cfg.minBytes, cfg.dtype, n, rank, cfg.root);
+      return ", per-rank counts: rank r's share of the total proportional to r+1 (-h)"
+          + (l != null ? ", " + Sizes.format(cfg.minBytes) + ": " + l.counts() : "");
+    }
+    return "";
   }
 
   private static final Protocol[] PROTOCOLS = Protocol.values();
@@ -256,9 +276,9 @@ final class RankWorker {
       call = () -> tcp.allReduce(in, res, op);
     } else if (b.din != null) {
       b.upload();
-      call = call(comm, b.din, b.dres);
+      call = call(comm, b.din, b.dres, l);
     } else {
-      call = call(comm, in, res);
+      call = call(comm, in, res, l);
     }
 
     long[] warm = warmUp(call, cfg.warmup, cfg.warmupSeconds, Double.MAX_VALUE);
@@ -290,7 +310,7 @@ final class RankWorker {
     if (comm != null) b.download();
 
     boolean lp = "lp".equals(algo);
-    BenchData.Check c = BenchData.check(cfg.collective, res, l, seed, rank, n, cfg.dtype, op, lp, 0);
+    BenchData.Check c = BenchData.check(cfg.collective, res, l, seed, rank, n, cfg.dtype, op, lp, cfg.root);
     if (c.wrong() > 0) {
       err.println("rank " + rank + ": " + cfg.collectiveName() + " size " + l.bytes() + " algo " + algo + ": "
           + c.wrong() + " wrong elements, first: " + c.firstWrong());
@@ -312,7 +332,7 @@ final class RankWorker {
     if (w != null) {
       double algbw = l.bytes() / time / 1e9;
       w.row(new ResultWriter.Row(l.bytes(), l.totalCount(), cfg.typeName(), cfg.opName(), algo, time * 1e6,
-          algbw, algbw * busFactor(), wrong, maxRel, iters, median * 1e6, p99 * 1e6));
+          algbw, algbw * BenchConfig.busFactor(cfg.collective, n), wrong, maxRel, iters, median * 1e6, p99 * 1e6));
     }
     return wrong;
   }
@@ -357,7 +377,7 @@ final class RankWorker {
       b.upload();
       for (Map.Entry<String, Communicator> c : comms.entrySet()) {
         if (c.getKey().equals("CONTROL")) continue;
-        warmUp(b.din != null ? call(c.getValue(), b.din, b.dres) : call(c.getValue(), b.in, b.res), JIT_CALLS, 1.0, 10.0);
+        warmUp(b.din != null ? call(c.getValue(), b.din, b.dres, l) : call(c.getValue(), b.in, b.res, l), JIT_CALLS, 1.0, 10.0);
       }
       if (tcp != null) warmUp(() -> tcp.allReduce(b.in, b.res, op), JIT_CALLS, 1.0, 10.0);
     }
@@ -372,23 +392,41 @@ final class RankWorker {
     return v[Math.max(0, Math.min(v.length - 1, i))];
   }
 
-  private Runnable call(Communicator comm, Tensor in, Tensor res) {
+  /**
+   * One call of the collective under test on this rank's tensors (host or device, the same API).
+   * Rooted calls: a non-root passes null for the tensor it does not use (reduce and gather: the
+   * output, scatter: the input), as the API allows; per-rank-count calls: the layout's counts.
+   */
+  private Runnable call(Communicator comm, Tensor in, Tensor res, BenchData.Layout l) {
+    int root = cfg.root;
+    boolean isRoot = rank == root;
     switch (cfg.collective) {
       case ALL_REDUCE: return () -> comm.allReduce(in, res, op);
       case ALL_GATHER: return () -> comm.allGather(in, res);
       case REDUCE_SCATTER: return () -> comm.reduceScatter(in, res, op);
       case ALL_TO_ALL: return () -> comm.allToAll(in, res);
-      case BROADCAST: return () -> comm.broadcast(in, res, 0);
+      case BROADCAST: return () -> comm.broadcast(in, res, root);
+      case REDUCE: {
+        Tensor o = isRoot ? res : null;
+        return () -> comm.reduce(in, o, op, root);
+      }
+      case GATHER: {
+        Tensor o = isRoot ? res : null;
+        return () -> comm.gather(in, o, root);
+      }
+      case SCATTER: {
+        Tensor i = isRoot ? in : null;
+        return () -> comm.scatter(i, res, root);
+      }
+      case ALL_GATHER_V: {
+        long[] counts = l.counts().toArray();
+        return () -> comm.allGatherV(in, res, counts);
+      }
+      case REDUCE_SCATTER_V: {
+        long[] counts = l.counts().toArray();
+        return () -> comm.reduceScatterV(in, res, counts, op);
+      }
       default: throw new IllegalArgumentException(cfg.collectiveName());
-    }
-  }
-
-  /** nccl-tests' bus bandwidth factor. */
-  double busFactor() {
-    switch (cfg.collective) {
-      case ALL_REDUCE: return 2.0 * (n - 1) / n;
-      case ALL_GATHER: case REDUCE_SCATTER: case ALL_TO_ALL: return (double) (n - 1) / n;
-      default: return 1.0;
     }
   }
 

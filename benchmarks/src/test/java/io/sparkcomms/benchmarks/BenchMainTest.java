@@ -98,6 +98,85 @@ class BenchMainTest {
     }
   }
 
+  /**
+   * reduce, gather, scatter (root 1), allgatherv and reducescatterv, 2 ranks, tiny sizes: every row
+   * correct, busbw = algbw times the nccl-tests factor. The per-rank-count rows start at 8 bytes,
+   * where rank 0's share is 0 elements.
+   */
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void rootedAndPerRankCountCollectivesAreCorrect() throws Exception {
+    Object[][] cases = {
+        // extra flags, busbw factor at 2 ranks, redop, sizes
+        {new String[] {"-c", "reduce", "-o", "sum"}, 1.0, "sum", new long[] {1024, 2048, 4096}},
+        {new String[] {"-c", "gather"}, 0.5, "none", new long[] {1024, 2048, 4096}},
+        {new String[] {"-c", "scatter", "--root", "1"}, 0.5, "none", new long[] {1024, 2048, 4096}},
+        {new String[] {"-c", "allgatherv"}, 0.5, "none", new long[] {8, 256, 8192}},
+        {new String[] {"-c", "reducescatterv", "-o", "max"}, 0.5, "max", new long[] {8, 256, 8192}},
+    };
+    for (Object[] k : cases) {
+      String[] extra = (String[]) k[0];
+      double factor = (double) k[1];
+      long[] sizes = (long[]) k[3];
+      Path csv = tmp.resolve("rooted.csv");
+      List<String> args = new ArrayList<>(List.of("--ranks", "2", "-b", Long.toString(sizes[0]),
+          "-e", Long.toString(sizes[sizes.length - 1]), "-f", Long.toString(sizes[1] / sizes[0]), "-n", "3", "-w", "1",
+          "--warmup-time", "0", "--csv", csv.toString()));
+      args.addAll(List.of(extra));
+      Result r = bench(args.toArray(new String[0]));
+      String diag = String.join(" ", extra) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+      assertEquals(0, r.rc, diag);
+      assertTrue(r.out.contains("# rows: " + sizes.length + ", wrong elements: 0 "), diag);
+      if (extra[1].endsWith("v")) {
+        // 8 bytes of float32 at 2 ranks: shares 1/3 and 2/3 of 2 elements
+        assertTrue(r.out.contains("per-rank counts: rank r's share of the total proportional to r+1 (-h), 8: [0, 2]"), diag);
+      }
+      List<String> lines = Files.readAllLines(csv);
+      assertEquals(sizes.length + 1, lines.size(), diag);
+      for (int i = 0; i < sizes.length; i++) {
+        String[] c = lines.get(i + 1).split(",");
+        String row = String.join(",", c) + "\n" + diag;
+        assertEquals(sizes[i], Long.parseLong(c[0]), row);
+        assertEquals(sizes[i] / 4, Long.parseLong(c[1]), row);
+        assertEquals(k[2], c[3], row);
+        assertEquals("flat", c[4], row);
+        assertEquals(0, Long.parseLong(c[8]), row);
+        double rel = Double.parseDouble(c[9]);
+        assertTrue(rel >= 0 && rel < 1e-6, "max_rel_err " + rel + ": " + row);
+        double algbw = Double.parseDouble(c[6]), busbw = Double.parseDouble(c[7]);
+        // both printed with 6 decimals: the factor holds to 1e-6
+        assertTrue(Math.abs(busbw - factor * algbw) <= 1e-6, "busbw " + busbw + " vs algbw " + algbw + ": " + row);
+        if (sizes[i] >= 256) assertTrue(busbw > 0, row);
+      }
+    }
+  }
+
+  @Test
+  void baselinesThatDoNotCoverTheCollectiveAreUsageErrors() {
+    for (String c : new String[] {"gather", "reduce", "scatter", "allgatherv", "reducescatterv"}) {
+      Result r = bench("-c", c, "--baseline", "tcp");
+      assertEquals(2, r.rc, r.err);
+      assertTrue(r.err.contains("--baseline tcp covers allreduce only, not " + c + " "), r.err);
+      Result v = bench("-c", c, "--backend", "gpu", "--baseline", "vendor");
+      assertEquals(2, v.rc, v.err);
+      assertTrue(v.err.contains("--baseline vendor covers allreduce, allgather, reducescatter and broadcast, not " + c + " "), v.err);
+    }
+    Result root = bench("-c", "gather", "--ranks", "2", "--root", "2");
+    assertEquals(2, root.rc);
+    assertTrue(root.err.contains("--root must be in 0..1"), root.err);
+    Result unrooted = bench("-c", "allgatherv", "--root", "1");
+    assertEquals(2, unrooted.rc);
+    assertTrue(unrooted.err.contains("--root is for broadcast, reduce, gather and scatter, not allgatherv"), unrooted.err);
+    Result h = bench("-h");
+    assertEquals(0, h.rc);
+    assertTrue(h.out.contains("broadcast|reduce|gather|") && h.out.contains("scatter|allgatherv|reducescatterv")
+        && h.out.contains("--root R") && h.out.contains("proportional to r+1"), h.out);
+    BenchConfig c = BenchConfig.parse(new String[] {"-c", "scatter", "--ranks", "4", "--root", "3"});
+    assertEquals(3, c.root);
+    assertEquals(c.toArgs(), BenchConfig.parse(c.toArgs().toArray(new String[0])).toArgs());
+    assertTrue(c.toArgs().contains("--root"));
+  }
+
   @Test
   void usageErrorsExitWithTwo() {
     assertEquals(2, bench("--bogus").rc);
