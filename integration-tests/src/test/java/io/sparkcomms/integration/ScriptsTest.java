@@ -104,7 +104,7 @@ class ScriptsTest {
   @Test
   void exampleHelpIsTheWholeHeader() throws Exception {
     Run r = run("sparkcomms-example", "-h");
-    assertHelp(r, "sparkcomms-example", "train", "infer", "vector-sum", "--master URL", "local-cluster[2,1,1024]",
+    assertHelp(r, "sparkcomms-example", "train", "infer", "infer-groups", "vector-sum", "--master URL", "local-cluster[2,1,1024]",
         "as is, with our jars shipped to the executors through --jars.", "Exit status");
     assertUsageError(run("sparkcomms-example", "bogus"), "sparkcomms-example: ", "unknown example 'bogus'");
   }
@@ -122,6 +122,22 @@ class ScriptsTest {
     try (Stream<Path> s = Files.list(tmp)) {
       List<String> left = s.map(f -> f.getFileName().toString()).filter(n -> n.startsWith("sparkcomms-spark-home")).toList();
       assertTrue(left.isEmpty(), "left behind in TMPDIR: " + left);
+    }
+  }
+
+  @Test
+  void inferGroupsHelpAndUsageErrorsThroughSparkSubmit() throws Exception {
+    assumeTrue(built("examples", "examples"), "examples jar or examples/target/lib not built");
+    Run r = run("sparkcomms-example", "infer-groups", "-h");
+    assertHelp(r, "bin/sparkcomms-example infer-groups", "local-cluster[4,1,1024]", "--group 2", "--chunk 500", "--rows 4000");
+    for (String[] bad : new String[][] {{"--group", "0"}, {"--ranks", "4", "--group", "3"}}) {
+      List<String> args = new ArrayList<>(List.of("infer-groups"));
+      args.addAll(List.of(bad));
+      Run e = run("sparkcomms-example", args.toArray(String[]::new));
+      assertEquals(2, e.rc, e.all());
+      String want = bad.length == 2 ? "sparkcomms-example: --group must be at least 1, got 0" : "sparkcomms-example: --group 3 does not divide --ranks 4";
+      assertTrue(e.err.contains(want), e.all());
+      assertFalse(e.err.contains("Exception") || e.err.contains("SparkContext: Running Spark"), e.all());
     }
   }
 

@@ -15,6 +15,7 @@ import io.sparkcomms.spark.rendezvous.SparkBarrierRendezvous;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.BarrierTaskContext;
@@ -61,6 +62,7 @@ public final class BarrierComms {
   private static final Map<Key, Integer> GROUPS = new ConcurrentHashMap<>();
   private static final AtomicBoolean WARNED_SLOW = new AtomicBoolean();
   private static final Map<Key, Rendezvous> RENDEZVOUS = new ConcurrentHashMap<>();
+  private static final Set<Communicator> CHILDREN = ConcurrentHashMap.newKeySet();
 
   private BarrierComms() {}
 
@@ -125,6 +127,69 @@ public final class BarrierComms {
   public static List<Object> gatherObject(Object o, int root) {
     return ObjectCollectives.gatherObject(get(), o, root, SparkKryoCodec.current(), ObjectCollectives.DEFAULT_MAX_BYTES);
   }
+
+  /**
+   * A sub-communicator of the ranks listed, in that order, built from {@link #get()}'s communicator
+   * ({@link Communicator#split(int[])}), owned by this task ({@link #closeWithTask}). Collective over
+   * every task of the stage: each calls it with the same list, listed or not. Several groups take one
+   * call each:
+   *
+   * <pre>{@code
+   * Communicator group = null;
+   * for (int[] members : new int[][] {{0, 1}, {2, 3}}) {     // the same calls, in the same order, on every task
+   *   Communicator c = BarrierComms.split(members);
+   *   if (c != null) group = c;                               // this task's group
+   * }
+   * }</pre>
+   *
+   * @return the child, where child rank i is stage rank {@code ranks[i]}; null on a task not listed
+   * @throws io.sparkcomms.collectives.CommMismatchException on every task when the tasks passed
+   *     different lists; {@link IllegalArgumentException} on a task whose list is invalid (a rank out
+   *     of range or listed twice), and the mismatch exception on the others
+   */
+  public static Communicator split(int[] ranks) {
+    return closeWithTask(get().split(ranks));
+  }
+
+  /**
+   * A sub-communicator of the tasks that pass the same {@code color}, ordered by {@code key} then by
+   * rank, built from {@link #get()}'s communicator ({@link Communicator#split(int, int)}), owned by
+   * this task ({@link #closeWithTask}). Collective over every task of the stage. Groups of {@code g}
+   * consecutive ranks: {@code split(rank / g, rank)}.
+   *
+   * @return the child of this task's color; null for a negative color
+   */
+  public static Communicator split(int color, int key) {
+    return closeWithTask(get().split(color, key));
+  }
+
+  /**
+   * Ties a communicator this barrier task made (a child of its communicator, from
+   * {@link Communicator#split}) to the task, as the task's own communicator is: aborted when the
+   * task fails (so the child's peers stop waiting), its statistics recorded in
+   * {@link SparkCommsMetrics} and closed when the task ends, before the task's communicator is
+   * (completion listeners run in the reverse order of their registration).
+   *
+   * @param child the communicator, or null (returned as is: a task outside a split's list gets null)
+   * @return {@code child}
+   * @throws IllegalStateException outside a barrier task
+   */
+  public static Communicator closeWithTask(Communicator child) {
+    BarrierTaskContext ctx = requireBarrierTask();
+    if (child == null) return null;
+    Key key = key(ctx);
+    CHILDREN.add(child);
+    ctx.addTaskFailureListener((TaskFailureListener) (tc, error) -> child.abort("barrier task " + key + " failed: " + error));
+    ctx.addTaskCompletionListener((TaskCompletionListener) tc -> {
+      CHILDREN.remove(child);
+      SparkCommsMetrics.current().ifPresent(m -> m.recordStats(child.stats()));
+      child.close();
+    });
+    return child;
+  }
+
+  /** Communicators tied to their tasks by {@link #closeWithTask} and not yet closed, in this JVM (tests). */
+  static int openChildCount() { return CHILDREN.size(); }
 
   /** Communicators currently open in this JVM (for tests and diagnostics). */
   static int openCount() { return CACHE.size(); }
@@ -199,11 +264,11 @@ public final class BarrierComms {
   private static BarrierTaskContext requireBarrierTask() {
     TaskContext tc = TaskContext.get();
     if (tc == null) {
-      throw new IllegalStateException("BarrierComms.get() must be called inside a task of a barrier stage "
+      throw new IllegalStateException("BarrierComms works only inside a task of a barrier stage "
           + "(rdd.barrier().mapPartitions(...)); it was called outside any Spark task (on the driver?)");
     }
     if (!(tc instanceof BarrierTaskContext)) {
-      throw new IllegalStateException("BarrierComms.get() must be called inside a task of a barrier stage "
+      throw new IllegalStateException("BarrierComms works only inside a task of a barrier stage "
           + "(rdd.barrier().mapPartitions(...)); stage " + tc.stageId() + " (partition " + tc.partitionId()
           + ") is not a barrier stage, so its tasks may not run together and a collective could hang");
     }

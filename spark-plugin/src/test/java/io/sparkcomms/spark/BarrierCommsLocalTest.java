@@ -177,6 +177,37 @@ class BarrierCommsLocalTest {
     });
   }
 
+  @Test void splitChildrenWorkBetweenParentCallsAndCloseWithTheTask() {
+    List<String> out = BarrierJobs.collect(fourPartitions(), String.class, it -> {
+      Communicator comm = BarrierComms.get();
+      Communicator listed = BarrierComms.split(new int[] {3, 1});         // child rank 0 is stage rank 3
+      Communicator parity = BarrierComms.split(comm.rank() % 2, -comm.rank());   // higher rank first
+      long[] stage = {comm.rank()};
+      long[] inList = {comm.rank()};
+      if (listed != null) listed.allReduce(HostTensor.of(inList), ReduceOp.SUM);
+      comm.allReduce(HostTensor.of(stage), ReduceOp.SUM);                  // the parent between the children's calls
+      long[] byParity = new long[2];
+      parity.allGather(HostTensor.of(new long[] {comm.rank()}), HostTensor.of(byParity));
+      return List.of(comm.rank() + ": list " + (listed == null ? "-" : listed.rank() + "/" + listed.size() + " sum " + inList[0])
+          + ", parity " + parity.rank() + "/" + parity.size() + " " + Arrays.toString(byParity) + ", stage " + stage[0]).iterator();
+    });
+    assertEquals(List.of(
+        "0: list -, parity 1/2 [2, 0], stage 6",
+        "1: list 1/2 sum 4, parity 1/2 [3, 1], stage 6",
+        "2: list -, parity 0/2 [2, 0], stage 6",
+        "3: list 0/2 sum 4, parity 0/2 [3, 1], stage 6"), out);
+    assertEquals(0, BarrierComms.openChildCount(), "children are closed when their tasks complete");
+    assertEquals(0, BarrierComms.openCount());
+
+    Exception mismatch = assertThrows(Exception.class, () -> BarrierJobs.collect(fourPartitions(), String.class, it -> {
+      int p = it.next();
+      BarrierComms.split(p == 2 ? new int[] {0, 2} : new int[] {0, 1});
+      return List.of("unreachable").iterator();
+    }));
+    assertTrue(String.valueOf(mismatch.getMessage()).contains("ranks disagree on the rank list"), mismatch.getMessage());
+    assertThrows(IllegalStateException.class, () -> BarrierComms.closeWithTask(null), "outside a task");
+  }
+
   @Test void outsideABarrierStageIsAClearError() {
     IllegalStateException onDriver = assertThrows(IllegalStateException.class, BarrierComms::get);
     assertTrue(onDriver.getMessage().contains("outside any Spark task"), onDriver.getMessage());

@@ -3,10 +3,13 @@ package io.sparkcomms.spark.dataset;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.spark.BarrierComms;
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
@@ -18,18 +21,26 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Tensor-parallel batch inference of a {@link DenseNetwork} over a Dataset: every layer's weights are
- * split across the ranks of a barrier stage (each rank keeps only its shard), every batch is shared
- * by the group, and partial outputs are combined with allReduce.
+ * split across the ranks of a group of tasks of a barrier stage (each rank keeps only its shard),
+ * every batch is shared by the group, and partial outputs are combined with allReduce.
  *
  * <pre>{@code
  * Dataset<Row> scored = new TensorParallelInference(model)
  *     .featuresCol("features").outputCol("scores").batchSize(64)
+ *     .groupSize(2)                                    // optional: groups of 2 tasks, each with its own model copy
  *     .transform(df);                                  // df's columns + scores: array<float>
  * }</pre>
  *
- * <p>Per step each rank takes {@code batchSize} of its own rows (zero-padded), allGathers them, so
- * the group works on ranks x batchSize rows, runs every layer on its shard, and keeps its own rows'
- * outputs. Splits ({@link Split}):
+ * <p>Groups: by default the whole stage is one group (the model is split over all N tasks). With
+ * {@link #groupSize(int) groupSize(g)} the N tasks form N/g groups of g consecutive ranks (ranks
+ * 0..g-1, g..2g-1, ...), made by {@code comm.split(rank / g, rank)}; each group holds the whole
+ * model split g ways and processes the partitions of its members, independently of the other
+ * groups (tensor parallelism inside a group, data parallelism across groups). The group
+ * communicators are closed when their tasks end ({@link BarrierComms#closeWithTask}).
+ *
+ * <p>Per step each rank takes {@code batchSize} of its own rows (zero-padded), allGathers them in its
+ * group, so the group works on g x batchSize rows, runs every layer on its shard, and keeps its own
+ * rows' outputs. Splits ({@link Split}):
  * <ul>
  *   <li>{@code ROWS}: a rank holds a slice of the output rows of W; its slice of the activations is
  *       assembled into the full vector by a zero-padded allReduce SUM.</li>
@@ -38,9 +49,13 @@ import org.apache.spark.sql.types.StructType;
  *   <li>{@code ALTERNATING} (Megatron-style, default): ROWS, COLUMNS, ROWS, ...: a COLUMNS layer
  *       consumes the previous ROWS layer's slice directly, so two layers cost one allReduce.</li>
  * </ul>
- * Messages are {@code ranks * batchSize * width} floats: for small batches, the decode-size path the
+ * Messages are {@code g * batchSize * width} floats: for small batches, the decode-size path the
  * flat one-shot algorithm is for. Output rows keep their partition and order. The model travels to
  * the executors as a Spark broadcast.
+ *
+ * <p>Code that runs its own barrier stage, for example to use the stage's communicator between a
+ * group's steps, calls {@link #infer(Communicator, List)} with its group communicator instead of
+ * {@link #transform}.
  *
  * <p>The layers are taken from the network once, when this object is built; a later change of the
  * network's layers does not reach it.
@@ -56,9 +71,14 @@ public final class TensorParallelInference implements Serializable {
   private String outputCol = "prediction";
   private int batchSize = 64;
   private Split split = Split.ALTERNATING;
+  private int groupSize;                           // 0: the whole stage is one group
   private BarrierOptions barrier = BarrierOptions.defaults();
+  /** {@link #infer}'s shards by (rank, ranks, split), built on first use in each JVM. */
+  private transient Map<List<Object>, Sharded> inferShards;
 
   /**
+   * An inference of {@code model}'s layers, as they are now.
+   *
    * @throws IllegalArgumentException when the network has no layers or a layer's inputs differ from
    *     the previous layer's outputs
    */
@@ -75,8 +95,10 @@ public final class TensorParallelInference implements Serializable {
     this.layers = ls;
   }
 
+  /** The input column: {@code array<float>}, {@code array<double>} or an ML/MLlib vector ("features" by default). */
   public TensorParallelInference featuresCol(String c) { this.featuresCol = c; return this; }
 
+  /** The column appended for the outputs, {@code array<float>} ("prediction" by default). */
   public TensorParallelInference outputCol(String c) { this.outputCol = c; return this; }
 
   /** Rows per rank per step. */
@@ -86,68 +108,171 @@ public final class TensorParallelInference implements Serializable {
     return this;
   }
 
+  /** How each layer is split across the ranks of a group ({@link Split#ALTERNATING} by default). */
   public TensorParallelInference split(Split s) { this.split = s; return this; }
 
+  /**
+   * Tasks per tensor-parallel group: the stage's N tasks form N/g groups of g consecutive ranks, each
+   * with its own copy of the model split g ways (see the class comment). N must be a multiple of
+   * {@code g}: {@link #transform} refuses another count on the driver, and every task of a stage of
+   * another size fails before its first collective. Not set: one group of all N tasks.
+   *
+   * @throws IllegalArgumentException when {@code g < 1}
+   */
+  public TensorParallelInference groupSize(int g) {
+    if (g < 1) throw new IllegalArgumentException("groupSize must be >= 1, got " + g);
+    this.groupSize = g;
+    return this;
+  }
+
+  /** How the barrier stage runs: its number of tasks, retries, communicator options. */
   public TensorParallelInference barrierOptions(BarrierOptions o) { this.barrier = o; return this; }
 
+  /** The communicator options of the barrier stage's tasks. */
   public TensorParallelInference comm(CommSettings s) { this.barrier = barrier.comm(s); return this; }
 
-  /** {@code data} with {@code outputCol} ({@code array<float>}, the model's outputs) appended. */
+  /**
+   * {@code data} with {@code outputCol} ({@code array<float>}, the model's outputs) appended.
+   *
+   * @throws IllegalArgumentException when {@link #groupSize(int)} does not divide the stage's number
+   *     of tasks ({@link BarrierOptions#ranks()}, or the input's partitions when that is 0)
+   */
   public Dataset<Row> transform(Dataset<Row> data) {
     StructType schema = data.schema();
     VectorAccumulator reader = VectorAccumulator.forColumn(schema, featuresCol);
     int fi = schema.fieldIndex(featuresCol);
     StructType outSchema = schema.add(outputCol, DataTypes.createArrayType(DataTypes.FloatType, false), false);
+    JavaRDD<Row> in = data.javaRDD();
+    int g = groupSize;
+    if (g > 0) {
+      String problem = groupProblem(g, BarrierDatasets.withRanks(in, barrier.ranks()).getNumPartitions());
+      if (problem != null) throw new IllegalArgumentException(problem);
+    }
     Broadcast<List<DenseLayer>> bc = JavaSparkContext.fromSparkContext(data.sparkSession().sparkContext()).broadcast(layers);
     Split sp = split;
     int b = batchSize;
-    JavaRDD<Row> out = BarrierDatasets.mapPartitions(data.javaRDD(),
-        (comm, rows) -> run(comm, rows, bc.value(), sp, b, reader, fi), barrier);
+    JavaRDD<Row> out = BarrierDatasets.mapPartitions(in,
+        (comm, rows) -> run(comm, rows, bc.value(), sp, b, g, reader, fi), barrier);
     return data.sparkSession().createDataFrame(out, outSchema);
   }
 
-  private static Iterator<Row> run(Communicator comm, Iterator<Row> it, List<DenseLayer> model, Split split, int b,
+  /**
+   * Runs the model on this rank's rows, tensor-parallel over {@code group}, for code that runs its
+   * own barrier stage: every rank of {@code group} calls it, as many times as its peers, each time
+   * with its own rows (any number, none included), and gets the outputs of those rows, in order.
+   * The model is split over the group's ranks as {@link #transform} splits it, and the batches of
+   * {@link #batchSize(int)} rows per rank are shared by the group; the shards are built on the first
+   * call for a (group rank, group size, split) in this JVM and kept. Collective over {@code group}
+   * only: the task's other communicators (the stage's, for one) may be used between calls.
+   *
+   * @param group this rank's group, for example a child of the stage's communicator
+   *     ({@link BarrierComms#split(int[])})
+   * @param features this rank's rows, each of the model's input width
+   * @return one output array per row of {@code features}
+   * @throws IllegalArgumentException on every rank of the group when a rank's row has another width
+   *     (on that rank naming the row, on the others naming the rank), before any layer runs
+   */
+  public List<float[]> infer(Communicator group, List<float[]> features) {
+    if (group == null) throw new IllegalArgumentException("group communicator is null");
+    if (features == null) throw new IllegalArgumentException("features is null");
+    int in = layers.get(0).in;
+    String problem = null;
+    for (int i = 0; i < features.size() && problem == null; i++) {
+      float[] x = features.get(i);
+      if (x == null || x.length != in) problem = "row " + i + " has " + (x == null ? "no" : x.length) + " features, the model takes " + in;
+    }
+    return forwardRows(group, shardsFor(group.rank(), group.size()), features, batchSize, problem);
+  }
+
+  private synchronized Sharded shardsFor(int rank, int ranks) {
+    if (inferShards == null) inferShards = new HashMap<>();
+    return inferShards.computeIfAbsent(List.of(rank, ranks, split), k -> new Sharded(layers, split, rank, ranks));
+  }
+
+  /** Why groups of {@code g} do not fit a stage of {@code n} tasks, or null when they do. */
+  static String groupProblem(int g, int n) {
+    if (n % g == 0) return null;
+    return "TensorParallelInference: groupSize " + g + " does not divide the " + n + " tasks of the barrier stage; "
+        + "use a groupSize that divides it, or BarrierOptions.ranks(n) with n a multiple of " + g;
+  }
+
+  /**
+   * This rank's tensor-parallel group: {@code comm} itself when {@code g} is 0 or the stage's size,
+   * else the child of ranks {@code g * (rank / g)} .. {@code g * (rank / g) + g - 1}, closed when the
+   * task ends. Collective over {@code comm} when it splits; a size that {@code g} does not divide
+   * fails on every rank before any collective. Package-private for tests.
+   */
+  static Communicator group(Communicator comm, int g) {
+    if (g == 0 || g == comm.size()) return comm;
+    String problem = groupProblem(g, comm.size());
+    if (problem != null) throw new IllegalArgumentException(problem);
+    return BarrierComms.closeWithTask(comm.split(comm.rank() / g, comm.rank()));
+  }
+
+  private static Iterator<Row> run(Communicator comm, Iterator<Row> it, List<DenseLayer> model, Split split, int b, int g,
       VectorAccumulator reader, int fi) {
     List<Row> rows = new ArrayList<>();
     List<float[]> feats = new ArrayList<>();
     int in = model.get(0).in;
+    String problem = null;
     while (it.hasNext()) {
       Row r = it.next();
       float[] x = reader.floats(r, fi);
-      if (x == null || x.length != in) {
-        throw new IllegalArgumentException("row " + rows.size() + " of partition " + comm.rank() + " has "
-            + (x == null ? "no" : x.length) + " features, the model takes " + in);
+      if (problem == null && (x == null || x.length != in)) {
+        problem = "row " + rows.size() + " of partition " + comm.rank() + " has " + (x == null ? "no" : x.length)
+            + " features, the model takes " + in;
       }
       rows.add(r);
       feats.add(x);
     }
-    Sharded net = new Sharded(model, split, comm.rank(), comm.size());
-    long[] max = {rows.size()};
-    comm.allReduce(HostTensor.of(max), ReduceOp.MAX);
-    int steps = (int) ((max[0] + b - 1) / b);
-    int ranks = comm.size();
-    int outW = model.get(model.size() - 1).out;
-    float[] local = new float[b * in];
-    float[] group = new float[ranks * b * in];
+    Communicator group = group(comm, g);
+    Sharded net = new Sharded(model, split, group.rank(), group.size());
+    List<float[]> ys = forwardRows(group, net, feats, b, problem);
     List<Row> result = new ArrayList<>(rows.size());
-    for (int step = 0; step < steps; step++) {
-      int from = step * b;
-      int valid = Math.max(0, Math.min(b, rows.size() - from));
-      java.util.Arrays.fill(local, 0f);
-      for (int k = 0; k < valid; k++) System.arraycopy(feats.get(from + k), 0, local, k * in, in);
-      comm.allGather(HostTensor.of(local), HostTensor.of(group));
-      float[] y = net.forward(comm, group, ranks * b);
-      for (int k = 0; k < valid; k++) {
-        float[] o = new float[outW];
-        System.arraycopy(y, (comm.rank() * b + k) * outW, o, 0, outW);
-        Row r = rows.get(from + k);
-        Object[] vals = new Object[r.length() + 1];
-        for (int c = 0; c < r.length(); c++) vals[c] = r.get(c);
-        vals[r.length()] = o;
-        result.add(RowFactory.create(vals));
-      }
+    for (int k = 0; k < rows.size(); k++) {
+      Row r = rows.get(k);
+      Object[] vals = new Object[r.length() + 1];
+      for (int c = 0; c < r.length(); c++) vals[c] = r.get(c);
+      vals[r.length()] = ys.get(k);
+      result.add(RowFactory.create(vals));
     }
     return result.iterator();
+  }
+
+  /**
+   * The outputs of this rank's rows, over {@code group}: the group agrees on the number of steps
+   * and on whether any rank's input is bad ({@code problem}, this rank's, or null) in one allReduce
+   * MAX, so a bad row fails every rank of the group before any layer runs.
+   */
+  private static List<float[]> forwardRows(Communicator group, Sharded net, List<float[]> feats, int b, String problem) {
+    long[] agree = {feats.size(), problem == null ? 0 : group.rank() + 1};
+    group.allReduce(HostTensor.of(agree), ReduceOp.MAX);
+    if (problem != null) throw new IllegalArgumentException(problem);
+    if (agree[1] != 0) {
+      throw new IllegalArgumentException("rank " + (agree[1] - 1) + " of this tensor-parallel group of " + group.size()
+          + " has a row whose features do not fit the model (that rank's error says which)");
+    }
+    int steps = (int) ((agree[0] + b - 1) / b);
+    int ranks = group.size();
+    int in = net.inputs();
+    int outW = net.outputs();
+    float[] local = new float[b * in];
+    float[] all = new float[ranks * b * in];
+    List<float[]> result = new ArrayList<>(feats.size());
+    for (int step = 0; step < steps; step++) {
+      int from = step * b;
+      int valid = Math.max(0, Math.min(b, feats.size() - from));
+      java.util.Arrays.fill(local, 0f);
+      for (int k = 0; k < valid; k++) System.arraycopy(feats.get(from + k), 0, local, k * in, in);
+      group.allGather(HostTensor.of(local), HostTensor.of(all));
+      float[] y = net.forward(group, all, ranks * b);
+      for (int k = 0; k < valid; k++) {
+        float[] o = new float[outW];
+        System.arraycopy(y, (group.rank() * b + k) * outW, o, 0, outW);
+        result.add(o);
+      }
+    }
+    return result;
   }
 
   /** One rank's shards of every layer and the split forward pass. Package-private for tests. */
@@ -246,6 +371,10 @@ public final class TensorParallelInference implements Serializable {
       a.hi = a.dim;
       a.sliced = false;
     }
+
+    int inputs() { return shards.get(0).layer.in; }
+
+    int outputs() { return shards.get(shards.size() - 1).layer.out; }
 
     long shardParameters() {
       long n = 0;

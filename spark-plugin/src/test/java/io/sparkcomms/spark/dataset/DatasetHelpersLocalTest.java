@@ -316,6 +316,64 @@ class DatasetHelpersLocalTest {
         .transform(data3));
   }
 
+  /** Children that {@link TensorParallelInference#group} made in this JVM's tasks (local[4]: all of them). */
+  static final java.util.Queue<io.sparkcomms.collectives.Communicator> GROUPS = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  @Test void tensorParallelGroupsOfTwoMatchSingleRank() {
+    Reference.Net model = Reference.randomNet(5, DenseLayer.Activation.IDENTITY, 12, 33, 17, 5);
+    Dataset<Row> data = inferenceData(103, 12, 4).cache();
+    for (TensorParallelInference.Split s : TensorParallelInference.Split.values()) {
+      checkAgainstSingleRank(model, data, new TensorParallelInference(model).outputCol("y").batchSize(8).split(s)
+          .groupSize(2).transform(data));
+    }
+    // groups of one rank each; then 5 rows over 4 partitions in groups of two and of the whole stage
+    checkAgainstSingleRank(model, data, new TensorParallelInference(model).outputCol("y").batchSize(16).groupSize(1).transform(data));
+    Dataset<Row> few = inferenceData(5, 12, 4);
+    checkAgainstSingleRank(model, few, new TensorParallelInference(model).outputCol("y").batchSize(2).groupSize(2).transform(few));
+    checkAgainstSingleRank(model, few, new TensorParallelInference(model).outputCol("y").batchSize(2).groupSize(4).transform(few));
+
+    // the groups are ranks {0, 1} and {2, 3}, each a child of two ranks, closed when the task ends
+    GROUPS.clear();
+    List<String> groups = BarrierDatasets.mapPartitions(sc.parallelize(List.of(0, 1, 2, 3), 4), (comm, rows) -> {
+      io.sparkcomms.collectives.Communicator g = TensorParallelInference.group(comm, 2);
+      GROUPS.add(g);
+      long[] members = new long[g.size()];
+      g.allGather(HostTensor.of(new long[] {comm.rank()}), HostTensor.of(members));
+      return List.of(comm.rank() + ": " + g.rank() + "/" + g.size() + " " + Arrays.toString(members)).iterator();
+    }, BarrierOptions.defaults()).collect();
+    assertEquals(List.of("0: 0/2 [0, 1]", "1: 1/2 [0, 1]", "2: 0/2 [2, 3]", "3: 1/2 [2, 3]"), groups);
+    assertEquals(4, GROUPS.size());
+    for (io.sparkcomms.collectives.Communicator g : GROUPS) assertThrows(IllegalStateException.class, g::barrier, "closed with its task");
+    data.unpersist();
+  }
+
+  @Test void aGroupSizeThatDoesNotDivideTheStageFails() {
+    Reference.Net model = Reference.randomNet(5, DenseLayer.Activation.IDENTITY, 12, 6, 3);
+    Dataset<Row> data = inferenceData(20, 12, 4);
+    for (int g : new int[] {3, 8}) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> new TensorParallelInference(model).groupSize(g).transform(data));
+      assertTrue(e.getMessage().contains("groupSize " + g + " does not divide the 4 tasks of the barrier stage"), e.getMessage());
+    }
+    IllegalArgumentException ranks = assertThrows(IllegalArgumentException.class, () -> new TensorParallelInference(model)
+        .groupSize(2).barrierOptions(BarrierOptions.defaults().ranks(3)).transform(data));
+    assertTrue(ranks.getMessage().contains("groupSize 2 does not divide the 3 tasks"), ranks.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> new TensorParallelInference(model).groupSize(0));
+    // in the tasks: each fails before any collective (the stage's 30 s timeout would say "timed out")
+    Exception inTasks = assertThrows(Exception.class, () -> BarrierDatasets.mapPartitions(sc.parallelize(List.of(0, 1, 2, 3), 4),
+        (comm, rows) -> List.of(TensorParallelInference.group(comm, 3).size()).iterator(), BarrierOptions.defaults()).collect());
+    assertTrue(String.valueOf(inTasks.getMessage()).contains("groupSize 3 does not divide the 4 tasks"), inTasks.getMessage());
+    // a bad row in one rank of a group fails its group's ranks at once, not after a timeout
+    List<Row> rows = new ArrayList<>(data.collectAsList());
+    rows.set(17, RowFactory.create(17, new float[3]));
+    Dataset<Row> bad = spark.createDataFrame(sc.parallelize(rows, 4), data.schema());
+    Exception badRow = assertThrows(Exception.class,
+        () -> new TensorParallelInference(model).groupSize(2).transform(bad).collectAsList());
+    String m = String.valueOf(badRow.getMessage());
+    assertTrue(m.contains("has 3 features, the model takes 12") || m.contains("has a row whose features do not fit the model"), m);
+    assertTrue(!m.contains("timed out"), m);
+  }
+
   @Test void layersMustChainAndAreCopied() {
     DenseLayer a = new DenseLayer(3, 2, new float[6], new float[2], DenseLayer.Activation.RELU);
     DenseLayer b = new DenseLayer(3, 1, new float[3], new float[1], DenseLayer.Activation.IDENTITY);
