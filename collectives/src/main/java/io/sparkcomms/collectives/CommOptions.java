@@ -131,8 +131,8 @@ public final class CommOptions {
   /** The global low-precision switch. */
   public boolean lowPrecision() { return lowPrecision; }
   /**
-   * Whether host tensor inputs are scanned for NaN before each allReduce, reduceScatter, allGather,
-   * allToAll and broadcast; a NaN fails the call on every rank
+   * Whether host tensor inputs are scanned for NaN before each collective but barrier and allToAllV
+   * (the whole input tensor; of broadcast and scatter the root's); a NaN fails the call on every rank
    * ({@link io.sparkcomms.collectives.observe.NanCheck}). Default false. Ranks may differ.
    */
   public boolean nanCheck() { return nanCheck; }

@@ -93,7 +93,9 @@ public interface Communicator extends AutoCloseable {
   /**
    * Element-wise reduction of every rank's {@code in} into the root's {@code out} (same dtype, at
    * least the input's count). A non-root's {@code out} is neither read nor written and may be null.
-   * In place on the root: pass {@code in} twice.
+   * In place on the root: pass {@code in} twice. On the GPU backend this call and gather, scatter,
+   * allGatherV and reduceScatterV are composed from the other collectives and complete before they
+   * return, their {@code ...Async} forms too (the returned {@link Work} is already complete).
    */
   void reduce(Tensor in, Tensor out, ReduceOp op, int root);
 

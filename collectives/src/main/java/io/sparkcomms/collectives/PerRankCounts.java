@@ -69,8 +69,8 @@ public final class PerRankCounts {
 
   /**
    * A 64-bit digest of the counts (FNV-1a over their bytes, then a final mix), equal on ranks with
-   * equal counts; ranks compare it to detect disagreement. Never 0 or {@link Long#MIN_VALUE}, so the
-   * GPU backend's MAX/MIN agreement of {@code ±fingerprint} cannot overflow.
+   * equal counts, never 0 (0 means "no counts" in the host call descriptor). The host backend
+   * compares it across ranks; the GPU backend compares every count as well.
    */
   public long fingerprint() {
     long h = 0xcbf29ce484222325L;
