@@ -242,7 +242,7 @@ public abstract class AbstractCommunicator implements Communicator {
       ensureOpen();
       long t0 = System.nanoTime();
       ran = execute(p);
-      stats.record(ran, p.messageBytes(), System.nanoTime() - t0);
+      stats.record(p.kind(), ran, p.messageBytes(), System.nanoTime() - t0);
     } catch (RuntimeException | Error e) {
       failed = e;
       throw e;
@@ -273,7 +273,7 @@ public abstract class AbstractCommunicator implements Communicator {
           call.end(null, e);
           throw e;
         }
-        stats.record(s.protocol(), p.messageBytes(), 0);  // enqueued: its time is the device's
+        stats.record(p.kind(), s.protocol(), p.messageBytes(), 0);  // enqueued: its time is the device's
         return call.observe(s.work(), s.protocol());
       }
       if (asyncExecutor == null) {

@@ -68,6 +68,7 @@ class BarrierCommsLocalTest {
     assertTrue(m.calls(Protocol.FLAT) >= 4 && m.calls(Protocol.TREE) >= 4, "metrics: flat " + m.calls(Protocol.FLAT)
         + " tree " + m.calls(Protocol.TREE));
     assertTrue(m.bytes(Protocol.TREE) >= 4 * 1_600_000L);
+    assertTrue(m.calls(io.sparkcomms.collectives.Collective.ALL_REDUCE) >= 8, "allReduce calls " + m.calls(io.sparkcomms.collectives.Collective.ALL_REDUCE));
   }
 
   @Test void aRetriedStageGetsAFreshCommunicator() {

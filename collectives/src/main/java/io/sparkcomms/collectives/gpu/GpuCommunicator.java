@@ -321,7 +321,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     PlannedCall c = planner().plan(Collective.ALL_REDUCE, in, out, op, 0, algo);
     if (c.problem() != null) refuse(c, stream);
     Protocol p = launch(c, stream);
-    stats().record(p, c.messageBytes(), 0);
+    stats().record(c.kind(), p, c.messageBytes(), 0);
     return p;
   }
 

@@ -3,6 +3,7 @@ package io.sparkcomms.spark.plugin;
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Histogram;
 import com.codahale.metrics.MetricRegistry;
+import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommStats;
 import io.sparkcomms.collectives.Protocol;
 import java.util.EnumMap;
@@ -22,6 +23,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *       {@link Protocol} that ran (lamport, ll, flat, tree, lp, vendor).</li>
  *   <li>{@code collectives.<protocol>.latencyMicros}: histogram; one sample per communicator and
  *       protocol, the mean latency of its calls ({@link CommStats} keeps totals, not single calls).</li>
+ *   <li>{@code calls.<collective>.calls}, {@code calls.<collective>.bytes} and
+ *       {@code calls.<collective>.micros}: counters per {@link Collective} (allreduce, reduce,
+ *       gather, allgatherv, ...): how often each was called, what it moved and the time spent in it.</li>
  * </ul>
  *
  * <p>Lifecycle: the executor plugin {@link #install installs} one per JVM in {@code init} and
@@ -37,6 +41,9 @@ public final class SparkCommsMetrics {
   private final Map<Protocol, Counter> calls = new EnumMap<>(Protocol.class);
   private final Map<Protocol, Counter> bytes = new EnumMap<>(Protocol.class);
   private final Map<Protocol, Histogram> latency = new EnumMap<>(Protocol.class);
+  private final Map<Collective, Counter> kindCalls = new EnumMap<>(Collective.class);
+  private final Map<Collective, Counter> kindBytes = new EnumMap<>(Collective.class);
+  private final Map<Collective, Counter> kindMicros = new EnumMap<>(Collective.class);
 
   SparkCommsMetrics(MetricRegistry registry) {
     created = registry.counter("communicators.created");
@@ -46,6 +53,12 @@ public final class SparkCommsMetrics {
       calls.put(a, registry.counter(base + ".calls"));
       bytes.put(a, registry.counter(base + ".bytes"));
       latency.put(a, registry.histogram(base + ".latencyMicros"));
+    }
+    for (Collective k : Collective.values()) {
+      String base = "calls." + k.apiName().toLowerCase(java.util.Locale.ROOT);
+      kindCalls.put(k, registry.counter(base + ".calls"));
+      kindBytes.put(k, registry.counter(base + ".bytes"));
+      kindMicros.put(k, registry.counter(base + ".micros"));
     }
   }
 
@@ -76,7 +89,17 @@ public final class SparkCommsMetrics {
       bytes.get(a).inc(stats.bytes(a));
       latency.get(a).update(TimeUnit.NANOSECONDS.toMicros(stats.nanos(a) / n));
     }
+    for (Collective k : Collective.values()) {
+      long n = stats.calls(k);
+      if (n == 0) continue;
+      kindCalls.get(k).inc(n);
+      kindBytes.get(k).inc(stats.bytes(k));
+      kindMicros.get(k).inc(TimeUnit.NANOSECONDS.toMicros(stats.nanos(k)));
+    }
   }
+
+  /** Calls of {@code kind} recorded so far. */
+  public long calls(Collective kind) { return kindCalls.get(kind).getCount(); }
 
   /** Calls recorded so far that ran {@code p}. */
   public long calls(Protocol p) { return calls.get(p).getCount(); }
