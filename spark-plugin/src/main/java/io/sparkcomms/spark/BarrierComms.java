@@ -1,6 +1,7 @@
 package io.sparkcomms.spark;
 
 import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.CommStats;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.objects.CommObjectException;
@@ -15,7 +16,6 @@ import io.sparkcomms.spark.rendezvous.SparkBarrierRendezvous;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.BarrierTaskContext;
@@ -46,7 +46,8 @@ import org.slf4j.LoggerFactory;
  * chooses ({@link SparkCommsConf#RENDEZVOUS}). Later calls in
  * the same task return the same communicator. It is cached per (stage, stage attempt, partition):
  * a retried stage attempt gets a fresh one. When the task ends it is closed and its statistics go to
- * {@link SparkCommsMetrics}; when the task fails it is aborted first, so peers stop waiting at once.
+ * {@link SparkCommsMetrics} and, when the task asked for it ({@link #addStatsTo}), to the stage page's
+ * {@link CommAccumulators}; when the task fails it is aborted first, so peers stop waiting at once.
  *
  * <p>Retries: Spark relaunches a failed barrier stage only when it is a shuffle map stage; a failed
  * barrier result stage aborts the job. End the barrier RDD with a shuffle (for example
@@ -62,7 +63,10 @@ public final class BarrierComms {
   private static final Map<Key, Integer> GROUPS = new ConcurrentHashMap<>();
   private static final AtomicBoolean WARNED_SLOW = new AtomicBoolean();
   private static final Map<Key, Rendezvous> RENDEZVOUS = new ConcurrentHashMap<>();
-  private static final Set<Communicator> CHILDREN = ConcurrentHashMap.newKeySet();
+  /** Communicators tied to their tasks by {@link #closeWithTask} and not yet closed, with their task. */
+  private static final Map<Communicator, Key> CHILDREN = new ConcurrentHashMap<>();
+  /** The accumulators each task's communicators add their statistics to when the task ends ({@link #addStatsTo}). */
+  private static final Map<Key, CommAccumulators> ACCUMULATORS = new ConcurrentHashMap<>();
 
   private BarrierComms() {}
 
@@ -167,7 +171,8 @@ public final class BarrierComms {
    * Ties a communicator this barrier task made (a child of its communicator, from
    * {@link Communicator#split}) to the task, as the task's own communicator is: aborted when the
    * task fails (so the child's peers stop waiting), its statistics recorded in
-   * {@link SparkCommsMetrics} and closed when the task ends, before the task's communicator is
+   * {@link SparkCommsMetrics} (and in the task's {@link CommAccumulators}, see {@link #addStatsTo})
+   * and closed when the task ends, before the task's communicator is
    * (completion listeners run in the reverse order of their registration).
    *
    * @param child the communicator, or null (returned as is: a task outside a split's list gets null)
@@ -178,15 +183,46 @@ public final class BarrierComms {
     BarrierTaskContext ctx = requireBarrierTask();
     if (child == null) return null;
     Key key = key(ctx);
-    CHILDREN.add(child);
+    CHILDREN.put(child, key);
     ctx.addTaskFailureListener((TaskFailureListener) (tc, error) -> child.abort("barrier task " + key + " failed: " + error));
     ctx.addTaskCompletionListener((TaskCompletionListener) tc -> {
       CHILDREN.remove(child);
-      SparkCommsMetrics.current().ifPresent(m -> m.recordStats(child.stats()));
+      recordStats(key, child.stats());
       child.close();
     });
     return child;
   }
+
+  /**
+   * Has this barrier task add the statistics of its communicators to {@code accumulators} when it
+   * ends ({@link CommAccumulators#add}, once per communicator): the one {@link #get()} builds and
+   * every one tied to the task by {@link #closeWithTask} (the children of {@link #split}). Call it
+   * before the task's first {@link #get()} or {@link #closeWithTask}: the statistics are added by the
+   * listeners those register, which Spark runs before this one's (completion listeners run in the
+   * reverse order of their registration), and this one forgets the registration. A second call
+   * with the same holder does nothing; with another one, the later holder takes the statistics.
+   *
+   * @param accumulators a holder registered on the driver and carried in the task's closure
+   * @throws IllegalStateException outside a barrier task, or when the task already built or tied a
+   *     communicator (its statistics would reach no accumulator)
+   * @throws IllegalArgumentException when {@code accumulators} is null
+   */
+  public static void addStatsTo(CommAccumulators accumulators) {
+    BarrierTaskContext ctx = requireBarrierTask();
+    if (accumulators == null) throw new IllegalArgumentException("accumulators are null");
+    Key key = key(ctx);
+    if (ACCUMULATORS.get(key) == accumulators) return;
+    if (CACHE.containsKey(key) || CHILDREN.containsValue(key)) {
+      throw new IllegalStateException("BarrierComms.addStatsTo: barrier task " + key + " already has a communicator; "
+          + "call it before the task's first BarrierComms.get() or closeWithTask");
+    }
+    if (ACCUMULATORS.put(key, accumulators) == null) {
+      ctx.addTaskCompletionListener((TaskCompletionListener) tc -> ACCUMULATORS.remove(key));
+    }
+  }
+
+  /** Tasks in this JVM whose accumulators are registered and whose end has not yet come (tests). */
+  static int accumulatorTaskCount() { return ACCUMULATORS.size(); }
 
   /** Communicators tied to their tasks by {@link #closeWithTask} and not yet closed, in this JVM (tests). */
   static int openChildCount() { return CHILDREN.size(); }
@@ -250,11 +286,18 @@ public final class BarrierComms {
     CACHE.remove(key, comm);
     RENDEZVOUS.remove(key, rv);
     try {
-      SparkCommsMetrics.current().ifPresent(m -> m.recordStats(comm.stats()));
+      recordStats(key, comm.stats());
       comm.close();
     } finally {
       rv.close();
     }
+  }
+
+  /** The one place a finished communicator's statistics go: the executor's metrics and the task's accumulators. */
+  private static void recordStats(Key key, CommStats stats) {
+    SparkCommsMetrics.current().ifPresent(m -> m.recordStats(stats));
+    CommAccumulators acc = ACCUMULATORS.get(key);
+    if (acc != null) acc.add(stats);
   }
 
   private static Key key(BarrierTaskContext ctx) {

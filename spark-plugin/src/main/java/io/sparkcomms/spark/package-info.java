@@ -2,7 +2,8 @@
  * The Spark layer's entry points, the classes applications name: {@link io.sparkcomms.spark.SparkCommsPlugin}
  * ({@code spark.plugins=io.sparkcomms.spark.SparkCommsPlugin}), {@link io.sparkcomms.spark.BarrierComms}
  * (the communicator of a barrier task, and object collectives on it), {@link io.sparkcomms.spark.SparkKryoCodec}
- * (their codec: Spark's Kryo settings) and {@link io.sparkcomms.spark.GpuDiscoveryPlugin}
+ * (their codec: Spark's Kryo settings), {@link io.sparkcomms.spark.CommAccumulators} (what the
+ * collectives cost, on the Spark UI's stage page) and {@link io.sparkcomms.spark.GpuDiscoveryPlugin}
  * ({@code spark.resources.discoveryPlugin}).
  *
  * <p>Sub-packages, by concern: {@code dataset} (Dataset and JavaRDD helpers built on

@@ -1,6 +1,8 @@
 package io.sparkcomms.spark.dataset;
 
 import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.spark.BarrierComms;
+import io.sparkcomms.spark.CommAccumulators;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -34,6 +36,11 @@ import scala.runtime.AbstractFunction1;
  * ({@link io.sparkcomms.spark.BarrierComms}), which is closed when the task ends. The returned Dataset
  * is lazy: every action on it reruns the barrier stage (cache it to avoid that).
  *
+ * <p>Stage page: each call registers a fresh set of {@link CommAccumulators} on the driver (unless
+ * {@code spark.sparkcomms.accumulators.enabled} is false, or {@link BarrierOptions#accumulators}
+ * gives one), and every task adds its communicators' calls, bytes and time to them when it ends.
+ * Every action on the output adds to the same set.
+ *
  * <p>Retries: a barrier stage is retried by Spark only as a shuffle map stage; with
  * {@link BarrierOptions#retriable(boolean)} the output goes through an identity shuffle so it is one.
  *
@@ -60,7 +67,9 @@ public final class BarrierDatasets {
   public static <T, U> JavaRDD<U> mapPartitions(JavaRDD<T> data, CommPartitionFunction<T, U> fn, BarrierOptions options) {
     JavaRDD<T> in = withRanks(data, options.ranks());
     ClassTag<U> tag = anyRef();
-    RDD<U> out = in.rdd().barrier().mapPartitions(new ScalaPartitionFn<>(options.comm(), fn), false, tag);
+    CommAccumulators acc = options.accumulators() != null ? options.accumulators()
+        : CommAccumulators.registerIfEnabled(data.context());
+    RDD<U> out = in.rdd().barrier().mapPartitions(new ScalaPartitionFn<>(options.comm(), acc, fn), false, tag);
     JavaRDD<U> j = new JavaRDD<>(out, tag);
     return options.retriable() ? identityShuffle(j) : j;
   }
@@ -113,14 +122,18 @@ public final class BarrierDatasets {
       implements Serializable {
     private static final long serialVersionUID = 1L;
     private final CommSettings settings;
+    /** Where the task's statistics go when it ends; null: nowhere but the executor's metrics. */
+    private final CommAccumulators accumulators;
     private final CommPartitionFunction<T, U> fn;
 
-    ScalaPartitionFn(CommSettings settings, CommPartitionFunction<T, U> fn) {
+    ScalaPartitionFn(CommSettings settings, CommAccumulators accumulators, CommPartitionFunction<T, U> fn) {
       this.settings = settings;
+      this.accumulators = accumulators;
       this.fn = fn;
     }
 
     @Override public scala.collection.Iterator<U> apply(scala.collection.Iterator<T> rows) {
+      if (accumulators != null) BarrierComms.addStatsTo(accumulators);   // before the communicator: see addStatsTo
       Communicator comm = settings.communicator();
       try {
         return CollectionConverters.asScala(fn.call(comm, CollectionConverters.asJava(rows)));

@@ -1,5 +1,6 @@
 package io.sparkcomms.spark.dataset;
 
+import io.sparkcomms.spark.CommAccumulators;
 import java.io.Serializable;
 
 /**
@@ -15,39 +16,63 @@ import java.io.Serializable;
  *       goes through an identity shuffle (partition i to partition i, row order kept), so a failed
  *       collective (a lost executor, a timeout) reruns the whole stage with fresh communicators.</li>
  *   <li>{@code comm}: communicator options ({@link CommSettings}).</li>
+ *   <li>{@code accumulators}: the {@link CommAccumulators} the stage's tasks add their collectives'
+ *       calls, bytes and time to. Null (default): {@link BarrierDatasets#mapPartitions} registers a
+ *       fresh set for each call when {@code spark.sparkcomms.accumulators.enabled} is true, none when
+ *       it is false. A holder given here is used either way: it is how a job reads the totals on the
+ *       driver.</li>
  * </ul>
  */
 public final class BarrierOptions implements Serializable {
   private static final long serialVersionUID = 1L;
-  private static final BarrierOptions DEFAULTS = new BarrierOptions(0, false, CommSettings.fromSparkConf());
+  private static final BarrierOptions DEFAULTS = new BarrierOptions(0, false, CommSettings.fromSparkConf(), null);
 
   private final int ranks;
   private final boolean retriable;
   private final CommSettings comm;
+  private final CommAccumulators accumulators;
 
-  private BarrierOptions(int ranks, boolean retriable, CommSettings comm) {
+  private BarrierOptions(int ranks, boolean retriable, CommSettings comm, CommAccumulators accumulators) {
     if (ranks < 0) throw new IllegalArgumentException("ranks must be >= 0, got " + ranks);
     if (comm == null) throw new IllegalArgumentException("comm settings are null");
     this.ranks = ranks;
     this.retriable = retriable;
     this.comm = comm;
+    this.accumulators = accumulators;
   }
 
+  /** Keep the input's partitions, not retriable, communicator options from the Spark configuration. */
   public static BarrierOptions defaults() { return DEFAULTS; }
 
-  public BarrierOptions ranks(int n) { return new BarrierOptions(n, retriable, comm); }
+  /** These options with {@code n} tasks (0: the input's partitions, see the class comment). */
+  public BarrierOptions ranks(int n) { return new BarrierOptions(n, retriable, comm, accumulators); }
 
-  public BarrierOptions retriable(boolean on) { return new BarrierOptions(ranks, on, comm); }
+  /** These options with the output through an identity shuffle ({@code on}) or not. */
+  public BarrierOptions retriable(boolean on) { return new BarrierOptions(ranks, on, comm, accumulators); }
 
-  public BarrierOptions comm(CommSettings settings) { return new BarrierOptions(ranks, retriable, settings); }
+  /** These options with communicator options {@code settings}. */
+  public BarrierOptions comm(CommSettings settings) { return new BarrierOptions(ranks, retriable, settings, accumulators); }
 
+  /**
+   * These options with the tasks adding their statistics to {@code acc}, registered on the driver
+   * ({@link CommAccumulators#register}); null: a fresh set for each call, as the class comment says.
+   */
+  public BarrierOptions accumulators(CommAccumulators acc) { return new BarrierOptions(ranks, retriable, comm, acc); }
+
+  /** The number of tasks; 0: the input's partitions. */
   public int ranks() { return ranks; }
 
+  /** Whether the output goes through an identity shuffle, so that Spark retries a failed stage. */
   public boolean retriable() { return retriable; }
 
+  /** The communicator options. */
   public CommSettings comm() { return comm; }
 
+  /** The accumulators given by {@link #accumulators(CommAccumulators)}, or null. */
+  public CommAccumulators accumulators() { return accumulators; }
+
   @Override public String toString() {
-    return "BarrierOptions{ranks=" + ranks + ", retriable=" + retriable + ", comm=" + comm + "}";
+    return "BarrierOptions{ranks=" + ranks + ", retriable=" + retriable + ", comm=" + comm
+        + (accumulators == null ? "" : ", accumulators") + "}";
   }
 }

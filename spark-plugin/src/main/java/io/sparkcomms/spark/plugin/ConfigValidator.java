@@ -43,6 +43,7 @@ public final class ConfigValidator {
     tryParse(out, () -> sc.commOptions());
     tryParse(out, sc::numaAffinity);
     tryParse(out, sc::gpuClaimCheckInterval);
+    tryParse(out, sc::accumulatorsEnabled);
     tryParse(out, sc::rendezvous);
     tryParse(out, () -> {
       if (sc.requireAuthenticate() && !isTrue(sc, AUTHENTICATE)) {

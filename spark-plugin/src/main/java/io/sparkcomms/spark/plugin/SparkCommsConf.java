@@ -54,6 +54,8 @@ public final class SparkCommsConf {
       "How the tasks of a barrier stage meet to build a communicator: `auto` (over the plugin's RPC channel, a few milliseconds per round, when `spark.plugins` loads SparkCommsPlugin; else `barrier`), `rpc` (the plugin's RPC channel; an error without the plugin) or `barrier` (Spark's `BarrierTaskContext.allGather`, about a second per round: Spark polls its barrier coordinator once a second).");
   public static final Entry REQUIRE_AUTHENTICATE = entry("security.requireAuthenticate", "false",
       "Refuse to start (the driver plugin stops the SparkContext) unless `spark.authenticate=true`. Without Spark's authentication any process that can reach the driver's RPC port can send to the plugin's endpoint and read the application's configuration; the driver logs a warning then, and also when `spark.network.crypto.enabled` is off (the plugin's messages, IPC handles among them, travel in clear). See docs/security.md.");
+  public static final Entry ACCUMULATORS_ENABLED = entry("accumulators.enabled", "true",
+      "Named accumulators for the barrier stages that BarrierDatasets, VectorColumns, DataParallelTrainer and TensorParallelInference run: each task adds the calls, bytes and time of its communicators' collectives (and its calls per protocol) when it ends, and the Spark UI's stage page shows them per task and in total, under names starting `sparkcomms: `. The driver registers a fresh set for each of their jobs. `false`: none are registered (a set given with `BarrierOptions.accumulators` is still fed).");
   public static final Entry BACKEND = entry("backend", "auto",
       "Communicator backend: `auto` (GPU when available, else host), `host` or `gpu`. Env: `SPARKCOMMS_BACKEND`.");
   public static final Entry ALGO = entry("algo", "auto",
@@ -151,6 +153,12 @@ public final class SparkCommsConf {
   public boolean requireAuthenticate() {
     return raw(REQUIRE_AUTHENTICATE).flatMap(v -> bool(REQUIRE_AUTHENTICATE, v))
         .orElseGet(() -> bool(REQUIRE_AUTHENTICATE, REQUIRE_AUTHENTICATE.defaultValue()).orElseThrow());
+  }
+
+  /** Whether the barrier stages of {@code io.sparkcomms.spark.dataset} register and feed the stage page's accumulators ({@link #ACCUMULATORS_ENABLED}). */
+  public boolean accumulatorsEnabled() {
+    return raw(ACCUMULATORS_ENABLED).flatMap(v -> bool(ACCUMULATORS_ENABLED, v))
+        .orElseGet(() -> bool(ACCUMULATORS_ENABLED, ACCUMULATORS_ENABLED.defaultValue()).orElseThrow());
   }
 
   /** How barrier tasks meet ({@link #RENDEZVOUS}). */

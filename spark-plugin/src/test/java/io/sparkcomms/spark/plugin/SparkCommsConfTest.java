@@ -30,6 +30,7 @@ class SparkCommsConfTest {
     assertFalse(c.numaAffinity());
     assertEquals(Duration.ofSeconds(5), c.gpuClaimCheckInterval());
     assertFalse(c.requireAuthenticate());
+    assertTrue(c.accumulatorsEnabled());
   }
 
   @Test void everyKeyIsRead() {
@@ -51,8 +52,10 @@ class SparkCommsConfTest {
         Map.entry("spark.sparkcomms.resourceName", "amd.com/gpu"),
         Map.entry("spark.sparkcomms.numaAffinity", "true"),
         Map.entry("spark.sparkcomms.gpuClaimCheckInterval", "250ms"),
-        Map.entry("spark.sparkcomms.security.requireAuthenticate", "true"));
+        Map.entry("spark.sparkcomms.security.requireAuthenticate", "true"),
+        Map.entry("spark.sparkcomms.accumulators.enabled", "off"));
     SparkCommsConf c = SparkCommsConf.of(conf);
+    assertFalse(c.accumulatorsEnabled());
     CommOptions o = c.commOptions(Map.of());
     assertEquals(CommOptions.Backend.HOST, o.backend());
     assertEquals(Algorithm.TREE, o.algorithm());
@@ -97,6 +100,11 @@ class SparkCommsConfTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> SparkCommsConf.of(Map.of("spark.sparkcomms.numaAffinity", "sometimes")).numaAffinity());
     assertTrue(e.getMessage().contains("spark.sparkcomms.numaAffinity"));
+    IllegalArgumentException acc = assertThrows(IllegalArgumentException.class,
+        () -> SparkCommsConf.of(Map.of("spark.sparkcomms.accumulators.enabled", "yes")).accumulatorsEnabled());
+    assertTrue(acc.getMessage().contains("spark.sparkcomms.accumulators.enabled"), acc.getMessage());
+    assertTrue(ConfigValidator.problems(Map.of("spark.sparkcomms.accumulators.enabled", "yes")).stream()
+        .anyMatch(p -> p.contains("spark.sparkcomms.accumulators.enabled")), "the driver refuses it at startup");
   }
 
   /**
