@@ -388,6 +388,9 @@ static void sc_describe_call(const uint32_t w[4], char* out, size_t cap) {
     snprintf(out, cap, "%s(%s, %s, %llu elements, %s)", ks, d < 6 ? dt[d] : db, o < 6 ? ops[o] : ob, n, sc_protocol_name((int)pr));
   } else if (k == SC_COLL_BROADCAST) {
     snprintf(out, cap, "%s(%s, %llu elements, root %u, %s)", ks, d < 6 ? dt[d] : db, n, root, sc_protocol_name((int)pr));
+  } else if (k == SC_COLL_ALLGATHER && root != 0) {
+    // sc_agree: the agreement round of a call composed from others (a direct allGather's root is 0)
+    snprintf(out, cap, "the agreement round of a composed call (allgather of %llu int64 words, tag %u)", n, root);
   } else {
     snprintf(out, cap, "%s(%s, %llu elements, %s)", ks, d < 6 ? dt[d] : db, n, sc_protocol_name((int)pr));
   }
