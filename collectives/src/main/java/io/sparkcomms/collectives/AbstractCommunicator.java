@@ -8,6 +8,7 @@ import io.sparkcomms.collectives.observe.RemovableHandle;
 import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.CallPlanner;
 import io.sparkcomms.collectives.plan.PlannedCall;
+import io.sparkcomms.collectives.rendezvous.PairDirectory;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -42,14 +43,22 @@ public abstract class AbstractCommunicator implements Communicator {
   private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
   private final CallObserver observer;
   private final NanCheck nanCheck;
+  private final PointToPoint p2p;
+  /** The protocol of the last call that completed (what a point-to-point channel reports to its parent). */
+  private volatile Protocol lastProtocol;
 
-  protected AbstractCommunicator(int rank, int size, CommOptions options, BackendOffer offer) {
+  /**
+   * {@code pairs}: where two ranks build their point-to-point channel ({@link PointToPoint}), the
+   * same on every rank (rank 0's, from the creation messages).
+   */
+  protected AbstractCommunicator(int rank, int size, CommOptions options, BackendOffer offer, PairDirectory pairs) {
     this.rank = rank;
     this.size = size;
     this.options = Objects.requireNonNull(options, "options");
     this.planner = new CallPlanner(size, options, Objects.requireNonNull(offer, "offer"));
     this.observer = new CallObserver(rank, size, this::backendName, options.flightRecorderSize());
     this.nanCheck = options.nanCheck() ? new NanCheck(rank) : null;
+    this.p2p = new PointToPoint(rank, size, options.timeout(), Objects.requireNonNull(pairs, "pairs"), this::createChild);
   }
 
   @Override public int rank() { return rank; }
@@ -125,6 +134,70 @@ public abstract class AbstractCommunicator implements Communicator {
     return submit(planPerRank(Collective.REDUCE_SCATTER_V, in, out, counts, op));
   }
 
+  @Override public void send(Tensor tensor, int peer) { runP2P(new BatchSendRecv.Transfer(true, tensor, peer)); }
+  @Override public void recv(Tensor tensor, int peer) { runP2P(new BatchSendRecv.Transfer(false, tensor, peer)); }
+  @Override public Work sendAsync(Tensor tensor, int peer) { return submitP2P(new BatchSendRecv.Transfer(true, tensor, peer)); }
+  @Override public Work recvAsync(Tensor tensor, int peer) { return submitP2P(new BatchSendRecv.Transfer(false, tensor, peer)); }
+  @Override public BatchSendRecv batch() {
+    ensureOpen();
+    return new BatchSendRecv(this::issueBatch);
+  }
+
+  private void runP2P(BatchSendRecv.Transfer op) {
+    PlannedCall p = planP2P(op);
+    run(p, () -> {
+      settle();
+      return p2p.run(op);
+    });
+  }
+
+  private Work submitP2P(BatchSendRecv.Transfer op) {
+    PlannedCall p = planP2P(op);
+    return submit(p, () -> {
+      settle();
+      return p2p.run(op);
+    });
+  }
+
+  private Work issueBatch(List<BatchSendRecv.Transfer> ops) {
+    ensureOpen();
+    long count = 0, bytes = 0;
+    for (BatchSendRecv.Transfer op : ops) {
+      PlannedCall p = planP2P(op);
+      count += p.count();
+      bytes += p.messageBytes();
+    }
+    if (ops.isEmpty()) return Work.completed();
+    PlannedCall batch = new PlannedCall(Collective.BATCH, null, null, null, -1, null, count, Algorithm.FLAT, bytes, null, null, null);
+    return submit(batch, () -> {
+      settle();
+      return p2p.runBatch(ops);
+    });
+  }
+
+  /** A transfer's call record; a peer that is no other rank of this communicator raises here (no peer is involved). */
+  private PlannedCall planP2P(BatchSendRecv.Transfer op) {
+    ensureOpen();
+    String name = op.send() ? "send" : "recv";
+    if (op.peer() < 0 || op.peer() >= size) throw new IllegalArgumentException(name + ": peer " + op.peer() + " outside 0.." + (size - 1));
+    if (op.peer() == rank) throw new IllegalArgumentException(name + ": peer " + op.peer() + " is this rank (rank " + rank + ")");
+    Tensor t = op.tensor();
+    // a null or unusable tensor is the channel's to refuse: its broadcast makes the peer fail too
+    DataType dtype = t == null ? null : t.dtype();
+    long count = t == null ? 0 : t.count();
+    return new PlannedCall(op.send() ? Collective.SEND : Collective.RECV, op.send() ? t : null, op.send() ? null : t, null,
+        op.peer(), dtype, count, Algorithm.FLAT, dtype == null ? 0 : count * dtype.size(), null, null, null);
+  }
+
+  /**
+   * Makes this communicator's earlier work visible to another communicator's calls (the point-to-point
+   * channels): the GPU backend waits for its stream. Runs in the call, before the transfer.
+   */
+  protected void settle() {}
+
+  /** The protocol of the last call that completed on this communicator, or null. */
+  final Protocol lastProtocol() { return lastProtocol; }
+
   private PlannedCall planRooted(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
     ensureOpen();
     return checked(planner.planRooted(kind, in, out, op, root, rank));
@@ -182,7 +255,7 @@ public abstract class AbstractCommunicator implements Communicator {
   private long[] allGatherWords(long[] mine) {
     long[] all = new long[mine.length * size];
     PlannedCall p = planner.plan(Collective.ALL_GATHER, HostTensor.of(mine), HostTensor.of(all), null, 0);
-    timed(p, observer.begin(p, false));
+    timed(p, observer.begin(p, false), () -> execute(p));
     return all;
   }
 
@@ -194,6 +267,7 @@ public abstract class AbstractCommunicator implements Communicator {
 
   /** Aborts every child with {@code reason} (a backend's {@link #abort} calls it). */
   protected final void abortChildren(String reason) {
+    p2p.abort("parent communicator (rank " + rank + ") aborted: " + reason);
     for (AbstractCommunicator c : children) {
       try {
         c.abort("parent communicator (rank " + rank + ") aborted: " + reason);
@@ -205,12 +279,14 @@ public abstract class AbstractCommunicator implements Communicator {
 
   // ---------------------------------------------------------------- execution and ordering
 
-  private void run(PlannedCall p) {
+  private void run(PlannedCall p) { run(p, () -> execute(p)); }
+
+  private void run(PlannedCall p, java.util.function.Supplier<Protocol> body) {
     enter(p);
     try {
       synchronized (callLock) {
         drainAsync();
-        timed(p, observer.begin(p, false));
+        timed(p, observer.begin(p, false), body);
       }
     } finally {
       caller.set(null);
@@ -235,14 +311,15 @@ public abstract class AbstractCommunicator implements Communicator {
     }
   }
 
-  private void timed(PlannedCall p, CallObserver.Call call) {
+  private void timed(PlannedCall p, CallObserver.Call call, java.util.function.Supplier<Protocol> body) {
     Protocol ran = null;
     Throwable failed = null;
     try {
       ensureOpen();
       long t0 = System.nanoTime();
-      ran = execute(p);
-      stats.record(p.kind(), ran, p.messageBytes(), System.nanoTime() - t0);
+      ran = body.get();
+      lastProtocol = ran;
+      if (ran != null) stats.record(p.kind(), ran, p.messageBytes(), System.nanoTime() - t0);
     } catch (RuntimeException | Error e) {
       failed = e;
       throw e;
@@ -251,18 +328,21 @@ public abstract class AbstractCommunicator implements Communicator {
     }
   }
 
-  private Work submit(PlannedCall p) {
+  private Work submit(PlannedCall p) { return submit(p, () -> execute(p)); }
+
+  /** {@code body} runs the call: {@link #execute} for a collective, the channels for a transfer (never enqueued). */
+  private Work submit(PlannedCall p, java.util.function.Supplier<Protocol> body) {
     enter(p);
     try {
-      return submitLocked(p);
+      return submitLocked(p, body);
     } finally {
       caller.set(null);
     }
   }
 
-  private Work submitLocked(PlannedCall p) {
+  private Work submitLocked(PlannedCall p, java.util.function.Supplier<Protocol> body) {
     synchronized (callLock) {
-      if (planner.offer().enqueues()) {
+      if (planner.offer().enqueues() && !p.kind().isPointToPoint()) {
         ensureOpen();
         drainAsync();
         CallObserver.Call call = observer.begin(p, true);
@@ -286,7 +366,7 @@ public abstract class AbstractCommunicator implements Communicator {
       CallObserver.Call call = observer.begin(p, true);
       CompletableFuture<Void> f;
       try {
-        f = CompletableFuture.runAsync(() -> timed(p, call), asyncExecutor);
+        f = CompletableFuture.runAsync(() -> timed(p, call, body), asyncExecutor);
       } catch (RuntimeException e) {
         call.end(null, e);
         throw e;
@@ -333,6 +413,7 @@ public abstract class AbstractCommunicator implements Communicator {
           return;
         }
       }
+      p2p.close();
       release();
     }
   }

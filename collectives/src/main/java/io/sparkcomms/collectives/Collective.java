@@ -19,7 +19,13 @@ public enum Collective {
   /** allGather with a count per rank ({@link PerRankCounts}). */
   ALL_GATHER_V("allGatherV"),
   /** reduceScatter with a count per rank ({@link PerRankCounts}). */
-  REDUCE_SCATTER_V("reduceScatterV");
+  REDUCE_SCATTER_V("reduceScatterV"),
+  /** A tensor to one peer (point-to-point; matched by that peer's {@link #RECV}). */
+  SEND("send"),
+  /** A tensor from one peer (point-to-point; matched by that peer's {@link #SEND}). */
+  RECV("recv"),
+  /** A set of sends and receives that run together ({@link BatchSendRecv}). */
+  BATCH("batch");
 
   private final String apiName;
 
@@ -33,6 +39,9 @@ public enum Collective {
 
   /** Whether the call takes a count per rank ({@link PerRankCounts}). */
   public boolean hasPerRankCounts() { return this == ALL_GATHER_V || this == REDUCE_SCATTER_V; }
+
+  /** Whether the call involves the caller and its peers only, not every rank ({@link PointToPoint}). */
+  public boolean isPointToPoint() { return this == SEND || this == RECV || this == BATCH; }
 
   /** Whether an FP8 low-precision variant exists. */
   public boolean hasLowPrecision() {

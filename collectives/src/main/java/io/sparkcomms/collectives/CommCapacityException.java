@@ -8,4 +8,5 @@ package io.sparkcomms.collectives;
  */
 public class CommCapacityException extends CommMismatchException {
   public CommCapacityException(String message) { super(message); }
+  public CommCapacityException(String message, Throwable cause) { super(message, cause); }
 }

@@ -6,4 +6,5 @@ package io.sparkcomms.collectives;
  */
 public class CommMismatchException extends CommException {
   public CommMismatchException(String message) { super(message); }
+  public CommMismatchException(String message, Throwable cause) { super(message, cause); }
 }

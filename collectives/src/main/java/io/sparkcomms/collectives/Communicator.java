@@ -160,6 +160,28 @@ public interface Communicator extends AutoCloseable {
    */
   Communicator split(int color, int key);
 
+  /**
+   * Sends {@code tensor} to rank {@code peer}, whose matching {@link #recv} takes the same dtype and
+   * count (a difference, or both ranks sending, fails on both with {@link CommMismatchException}).
+   * Only the two ranks take part. Sends and receives between two ranks are matched in the order they
+   * are made; a send whose receive never comes times out ({@link CommTimeoutException}). The first
+   * transfer between two ranks builds their channel (both must make it within the timeout). Blocking
+   * transfers in a cycle deadlock as in MPI or NCCL (each rank waiting in its send, until the timeout):
+   * use {@link #batch()} for an exchange with several peers. On the GPU backend, the transfer waits for
+   * this communicator's stream first and is complete when it returns (its async form too).
+   */
+  void send(Tensor tensor, int peer);
+
+  /** Receives into {@code tensor} what rank {@code peer} sends with {@link #send} (same dtype and count). */
+  void recv(Tensor tensor, int peer);
+
+  Work sendAsync(Tensor tensor, int peer);
+
+  Work recvAsync(Tensor tensor, int peer);
+
+  /** A new, empty set of sends and receives to issue together ({@link BatchSendRecv}). */
+  BatchSendRecv batch();
+
   /** Returns once every rank has entered the barrier. */
   void barrier();
 

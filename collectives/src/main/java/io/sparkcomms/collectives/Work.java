@@ -15,4 +15,16 @@ public interface Work {
    * running); rethrows its failure.
    */
   boolean waitFor(Duration timeout);
+
+  /** A Work that is already complete (a call that finished before it returned). */
+  static Work completed() { return Done.INSTANCE; }
+}
+
+/** {@link Work#completed()}. */
+enum Done implements Work {
+  INSTANCE;
+
+  @Override public boolean isCompleted() { return true; }
+  @Override public void waitFor() {}
+  @Override public boolean waitFor(Duration timeout) { return true; }
 }

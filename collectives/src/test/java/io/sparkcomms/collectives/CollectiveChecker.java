@@ -2,6 +2,7 @@ package io.sparkcomms.collectives;
 
 import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.plan.CallPlanner;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -626,6 +627,121 @@ public final class CollectiveChecker {
     }
   }
 
+  // ------------------------------------------------------------------ point-to-point
+
+  /** A receive buffer: {@code view} (count elements) between {@link #GUARD} elements each side, all poisoned. */
+  private record Guarded(HostTensor whole, HostTensor view) {}
+
+  private static Guarded guarded(DataType dt, int count) {
+    ByteBuffer b = ByteBuffer.allocateDirect((count + 2 * GUARD) * dt.size());
+    HostTensor whole = HostTensor.wrap(b, dt);
+    poison(whole);
+    b.position(GUARD * dt.size()).limit((GUARD + count) * dt.size());
+    return new Guarded(whole, HostTensor.wrap(b, dt));
+  }
+
+  /** {@code g.view} holds rank {@code from}'s elements {@code base..base+count} of call {@code call}, its guards untouched. */
+  private void checkReceived(String what, Guarded g, long call, int from, long base, int count) {
+    for (int i = 0; i < count; i++) check(what, g.view(), i, input(seed, call, from, base + i, g.view().dtype(), null, Shape.UNIFORM, count), 0);
+    for (int i = 0; i < GUARD; i++) {
+      long hi = GUARD + count + i;
+      if ((!poisoned(g.whole(), i) || !poisoned(g.whole(), hi)) && failures.size() < 20) {
+        failures.add(what + " rank " + comm.rank() + " wrote a guard element next to its receive buffer");
+        return;
+      }
+    }
+  }
+
+  private HostTensor filled(DataType dt, long call, long base, int count) {
+    HostTensor t = HostTensor.allocate(dt, count);
+    fill(t, seed, call, comm.rank(), base, count, null, Shape.UNIFORM, count);
+    return t;
+  }
+
+  /** A batch: each rank sends to rank+shift and receives from rank-shift (with two ranks, both ways with one peer). */
+  public void ring(DataType dt, int count, int shift) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank(), right = (me + shift) % n, left = (me - shift % n + n) % n;
+    HostTensor in = filled(dt, call, 0, count);
+    Guarded got = guarded(dt, count);
+    comm.batch().send(in, right).recv(got.view(), left).issue().waitFor();
+    String what = "batch ring(" + dt + ", count=" + count + ", shift=" + shift + ")";
+    checkReceived(what, got, call, left, 0, count);
+    checkInputKept(what, in, call, me, null, Shape.UNIFORM, count);
+    checkedCalls++;
+  }
+
+  /** Blocking (or async, odd calls) send and recv between ranks 2k and 2k+1; the lower sends first. */
+  public void pairs(DataType dt, int count) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank(), partner = me ^ 1;
+    if (partner >= n) return;
+    HostTensor in = filled(dt, call, 0, count);
+    Guarded got = guarded(dt, count);
+    boolean async = call % 2 == 1, lower = me < partner;
+    if (async) {
+      Work a = lower ? comm.sendAsync(in, partner) : comm.recvAsync(got.view(), partner);
+      Work b = lower ? comm.recvAsync(got.view(), partner) : comm.sendAsync(in, partner);
+      b.waitFor();
+      if (!a.isCompleted() && failures.size() < 20) failures.add("an earlier async transfer completed after a later one");
+      a.waitFor();
+    } else if (lower) {
+      comm.send(in, partner);
+      comm.recv(got.view(), partner);
+    } else {
+      comm.recv(got.view(), partner);
+      comm.send(in, partner);
+    }
+    String what = (async ? "async " : "") + "send/recv(" + dt + ", count=" + count + ") with rank " + partner;
+    checkReceived(what, got, call, partner, 0, count);
+    checkInputKept(what, in, call, me, null, Shape.UNIFORM, count);
+    checkedCalls++;
+  }
+
+  /** One batch with every peer both ways, plus a second send to the right neighbour (matched in order). */
+  public void allPeers(DataType dt, int count) {
+    long call = callId++;
+    int n = comm.size(), me = comm.rank(), right = (me + 1) % n, left = (me - 1 + n) % n;
+    BatchSendRecv batch = comm.batch();
+    Guarded[] got = new Guarded[n];
+    for (int q = 0; q < n; q++) if (q != me) batch.send(filled(dt, call, (long) q * count, count), q);
+    batch.send(filled(dt, call, (long) (n + right) * count, count), right);
+    for (int q = 0; q < n; q++) if (q != me) batch.recv((got[q] = guarded(dt, count)).view(), q);
+    Guarded second = guarded(dt, count);
+    batch.recv(second.view(), left);
+    batch.issue().waitFor();
+    String what = "batch with every peer(" + dt + ", count=" + count + ")";
+    for (int q = 0; q < n; q++) if (q != me) checkReceived(what + " from rank " + q, got[q], call, q, (long) me * count, count);
+    checkReceived(what + " second transfer from rank " + left, second, call, left, (long) (n + me) * count, count);
+    checkedCalls++;
+  }
+
+  /**
+   * The point-to-point checks on this rank, every dtype and count: batch rings (shift 1 and, from
+   * three ranks, size-1), blocking and async pairs, and (counts up to 1023) a batch with every peer.
+   * With one rank, a transfer to itself must be refused.
+   */
+  public void runPointToPoint(int[] counts) {
+    int n = comm.size();
+    if (n == 1) {
+      try {
+        comm.send(HostTensor.allocate(DataType.FLOAT32, 1), 0);
+        if (failures.size() < 20) failures.add("a send to this rank itself was accepted");
+      } catch (IllegalArgumentException expected) {
+        // refused before anything runs
+      }
+      return;
+    }
+    for (int count : counts) {
+      for (DataType dt : DataType.values()) {
+        ring(dt, count, 1);
+        if (n > 2) ring(dt, count, n - 1);
+        pairs(dt, count);
+        if (count <= 1023) allPeers(dt, count);
+      }
+    }
+  }
+
   /**
    * The full matrix on this rank: every collective x op x dtype x algorithm (FLAT, TREE, LP where
    * eligible) for each count. {@code optionsByAlgo} gives a communicator per forced algorithm.
@@ -671,6 +787,7 @@ public final class CollectiveChecker {
         }
       }
       if (a == Algorithm.FLAT || a == Algorithm.VENDOR) ck.runRootedAndV(counts, counts, which);
+      if (a == Algorithm.FLAT && which.contains(Collective.SEND)) ck.runPointToPoint(counts);
       fails.addAll(ck.failures());
       if (fails.size() > 20) break;
     }

@@ -69,8 +69,9 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** reduce, gather, scatter, allGatherV and reduceScatterV, built from the native collectives. */
   private final GpuComposed composed;
 
-  GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor) {
-    super(rank, size, o, new BackendOffer(BackendOffer.Memory.DEVICE, device, vendor, true, true));
+  GpuCommunicator(int rank, int size, CommOptions o, int device, sc_comm comm, Pointer stream, boolean vendor,
+                  io.sparkcomms.collectives.rendezvous.PairDirectory pairs) {
+    super(rank, size, o, new BackendOffer(BackendOffer.Memory.DEVICE, device, vendor, true, true), pairs);
     this.device = device;
     this.comm = comm;
     this.launcher = new GpuLaunch(comm);
@@ -329,6 +330,9 @@ public final class GpuCommunicator extends AbstractCommunicator {
   public void delayStream(double microseconds) {
     Native.check(SparkCommsNative.sc_stream_delay(stream, microseconds), "sc_stream_delay");
   }
+
+  /** Point-to-point transfers run on the channels' streams: this stream's earlier work finishes first. */
+  @Override protected void settle() { synchronize(); }
 
   /** Blocks until every call issued so far finished; raises a device-side timeout or abort. */
   public void synchronize() {

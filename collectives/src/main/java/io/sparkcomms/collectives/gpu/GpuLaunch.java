@@ -36,6 +36,8 @@ final class GpuLaunch {
       case BARRIER -> SparkCommsNative.SC_COLL_BARRIER;
       // composed (GpuComposed): the first kernel a rank runs for them is the agreement allGather
       case REDUCE, GATHER, SCATTER, ALL_GATHER_V, REDUCE_SCATTER_V -> SparkCommsNative.SC_COLL_ALLGATHER;
+      // point-to-point (PointToPoint): a broadcast on the pair's channel
+      case SEND, RECV, BATCH -> SparkCommsNative.SC_COLL_BROADCAST;
     };
   }
 
@@ -48,6 +50,7 @@ final class GpuLaunch {
       case BROADCAST -> p == Protocol.FLAT || p == Protocol.VENDOR;
       case ALL_TO_ALL_V, BARRIER -> p == Protocol.FLAT;
       case REDUCE, GATHER, SCATTER, ALL_GATHER_V, REDUCE_SCATTER_V -> false;  // composed: GpuComposed
+      case SEND, RECV, BATCH -> false;  // on the pair's channel: PointToPoint
     };
   }
 

@@ -5,6 +5,7 @@ import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.liveness.PeerWatch;
 import io.sparkcomms.collectives.liveness.ProcessId;
+import io.sparkcomms.collectives.rendezvous.PairDirectory;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import io.sparkcomms.nativeapi.SparkCommsNative;
@@ -91,7 +92,8 @@ final class GpuSetup {
         }
       }
       // ---- round 1
-      Hello me = new Hello(err, blob, ProcessId.current().encode(), vendorReady, id);
+      byte[] pairs = r == 0 ? PairDirectory.fresh().encode().getBytes(StandardCharsets.UTF_8) : new byte[0];
+      Hello me = new Hello(err, blob, ProcessId.current().encode(), vendorReady, id, pairs);
       byte[][] raw = rv.allGather(me.encode(), t);
       Hello[] all = new Hello[n];
       for (int p = 0; p < n; p++) all[p] = Hello.decode(raw[p], p, blobLen, idLen);
@@ -120,7 +122,8 @@ final class GpuSetup {
         err = Native.failure(SparkCommsNative.sc_vendor_comm_init(comm, new BytePointer(all[0].id())), "sc_vendor_comm_init");
         agree(rv, err, t, "initialize the vendor communicator");
       }
-      GpuCommunicator g = new GpuCommunicator(r, n, o, device, comm, stream, vendor);
+      GpuCommunicator g = new GpuCommunicator(r, n, o, device, comm, stream, vendor,
+          PairDirectory.decode(new String(all[0].pairs(), StandardCharsets.UTF_8)));
       g.watchPeers(watched);
       return g;
     } catch (RuntimeException e) {
@@ -183,12 +186,12 @@ final class GpuSetup {
    * One rank's round-1 message: [magic int][error length int, UTF-8 error][blob length int, blob]
    * [process length int, process][vendor ready byte][id length int, id], big-endian.
    */
-  record Hello(String error, byte[] blob, byte[] process, boolean vendorReady, byte[] id) {
+  record Hello(String error, byte[] blob, byte[] process, boolean vendorReady, byte[] id, byte[] pairs) {
     byte[] encode() {
       byte[] e = error == null ? new byte[0] : truncate(error).getBytes(StandardCharsets.UTF_8);
-      ByteBuffer b = ByteBuffer.allocate(4 + 4 + e.length + 4 + blob.length + 4 + process.length + 1 + 4 + id.length);
+      ByteBuffer b = ByteBuffer.allocate(4 + 4 + e.length + 4 + blob.length + 4 + process.length + 1 + 4 + id.length + 4 + pairs.length);
       b.putInt(MAGIC).putInt(e.length).put(e).putInt(blob.length).put(blob).putInt(process.length).put(process)
-          .put((byte) (vendorReady ? 1 : 0)).putInt(id.length).put(id);
+          .put((byte) (vendorReady ? 1 : 0)).putInt(id.length).put(id).putInt(pairs.length).put(pairs);
       return b.array();
     }
 
@@ -208,13 +211,16 @@ final class GpuSetup {
         byte[] proc = bytes(b, 64, "process");
         int vr = b.get();
         byte[] id = bytes(b, idLen, "vendor id");
+        byte[] pairs = bytes(b, PairDirectory.MAX_TEXT, "pair directory");
         if (b.hasRemaining()) throw new IllegalArgumentException(b.remaining() + " trailing bytes");
         String error = e.length == 0 ? null : new String(e, StandardCharsets.UTF_8);
         if (error == null && blob.length != blobLen) throw new IllegalArgumentException("export blob of " + blob.length + " bytes, expected " + blobLen);
         if (ProcessId.decode(proc) == null) throw new IllegalArgumentException("process id of " + proc.length + " bytes");
         if (vr != 0 && vr != 1) throw new IllegalArgumentException("vendor flag " + vr);
         if (id.length != 0 && (rank != 0 || id.length != idLen)) throw new IllegalArgumentException("vendor id of " + id.length + " bytes");
-        return new Hello(error, blob, proc, vr == 1, id);
+        if (rank == 0 && error == null) PairDirectory.decode(new String(pairs, StandardCharsets.UTF_8));
+        if (rank != 0 && pairs.length != 0) throw new IllegalArgumentException("pair directory from rank " + rank);
+        return new Hello(error, blob, proc, vr == 1, id, pairs);
       } catch (IllegalArgumentException | BufferUnderflowException e) {
         bad = e.getMessage() != null ? e.getMessage() : "too short";
       }

@@ -14,6 +14,7 @@ import io.sparkcomms.collectives.liveness.ProcessId;
 import io.sparkcomms.collectives.lp.BlockQuantizer;
 import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
+import io.sparkcomms.collectives.rendezvous.PairDirectory;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -42,8 +43,9 @@ public final class HostCommunicator extends AbstractCommunicator {
   private final Path segmentDir;
   private final ShmWake wake;  // null: waits park (one rank, or a rank could not open the channel)
 
-  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched, ShmWake wake, Path dir) {
-    super(rank, size, o, BackendOffer.HOST);
+  private HostCommunicator(int rank, int size, CommOptions o, ShmSegment seg, ProcessId[] watched, ShmWake wake, Path dir,
+                           PairDirectory pairs) {
+    super(rank, size, o, BackendOffer.HOST, pairs);
     this.segmentDir = dir;
     this.seg = seg;
     this.wake = wake;
@@ -86,22 +88,24 @@ public final class HostCommunicator extends AbstractCommunicator {
       }
     }
     try {
-      // "pid start pid-namespace\n" + rank 0's segment path (or its error)
+      // "pid start pid-namespace\n" + rank 0's segment path (or its error) + "\n" + rank 0's pair directory
       String mine = me.pid() + " " + me.startMillis() + " " + me.pidNamespace() + "\n"
-          + (r != 0 ? "" : seg != null ? "OK " + seg.path() : "ERR " + err);
+          + (r != 0 ? "" : (seg != null ? "OK " + seg.path() : "ERR " + err) + "\n" + PairDirectory.fresh(dir).encode());
       byte[][] all = rv.allGather(mine.getBytes(StandardCharsets.UTF_8), o.timeout());
       ProcessId[] ids = new ProcessId[n];
       String rank0 = null;
+      PairDirectory pairs = null;
       for (int p = 0; p < n; p++) {
         String msg = new String(all[p], StandardCharsets.UTF_8);
         try {
-          String[] parts = msg.split("\n", 2);
+          String[] parts = msg.split("\n", p == 0 ? 3 : 2);
           String[] id = parts[0].split(" ");
           if (id.length != 3) throw new IllegalArgumentException("process id");
           ids[p] = new ProcessId(Long.parseLong(id[0]), Long.parseLong(id[1]), Long.parseLong(id[2]));
           if (p == 0) {
             rank0 = parts[1];
             if (!rank0.startsWith("OK ") && !rank0.startsWith("ERR ")) throw new IllegalArgumentException("segment");
+            pairs = PairDirectory.decode(parts[2]);
           }
         } catch (RuntimeException e) {
           throw new CommException("rank " + p + " sent an unreadable greeting (another sparkcomms version?): '"
@@ -150,7 +154,7 @@ public final class HostCommunicator extends AbstractCommunicator {
           warnNoWake(r, e.getMessage());
         }
       }
-      return new HostCommunicator(r, n, o, seg, watched, wake, dir);
+      return new HostCommunicator(r, n, o, seg, watched, wake, dir, pairs);
     } catch (RuntimeException e) {
       if (wake != null) wake.close();
       if (seg != null) seg.close();

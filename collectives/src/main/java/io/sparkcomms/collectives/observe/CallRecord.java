@@ -44,7 +44,7 @@ public record CallRecord(long seq, Collective collective, DataType dtype, long c
    */
   public String line() {
     String time = state == State.IN_PROGRESS ? "" : String.format(Locale.ROOT, " %.3f ms", durationNanos / 1e6);
-    String shape = collective == Collective.BARRIER ? "" : " " + dtype + " count=" + count + " bytes=" + bytes;
+    String shape = collective == Collective.BARRIER ? "" : (dtype == null ? "" : " " + dtype) + " count=" + count + " bytes=" + bytes;
     return "#" + seq + " " + collective.apiName() + shape + (async ? " async " : " sync ") + (protocol == null ? "-" : protocol.name())
         + " start=" + Instant.ofEpochMilli(startMillis) + time + " " + (state == State.FAILED ? "failed: " : "") + outcome();
   }

@@ -11,7 +11,9 @@ import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.liveness.ProcessId;
+import io.sparkcomms.collectives.rendezvous.PairDirectory;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
@@ -20,7 +22,24 @@ class GpuSetupTest {
   static final int BLOB = 40, ID = 16;
 
   static GpuSetup.Hello hello(String err, int blob, boolean vendor, int id) {
-    return new GpuSetup.Hello(err, new byte[blob], ProcessId.current().encode(), vendor, new byte[id]);
+    return new GpuSetup.Hello(err, new byte[blob], ProcessId.current().encode(), vendor, new byte[id], new byte[0]);
+  }
+
+  static byte[] pairs() { return PairDirectory.fresh().encode().getBytes(StandardCharsets.UTF_8); }
+
+  @Test void onlyRankZeroNamesThePairDirectoryAndItsTextIsChecked() {
+    byte[] blob = new byte[BLOB];
+    byte[] p = pairs();
+    GpuSetup.Hello h = new GpuSetup.Hello(null, blob, ProcessId.current().encode(), false, new byte[0], p);
+    assertArrayEquals(p, GpuSetup.Hello.decode(h.encode(), 0, BLOB, ID).pairs());
+    assertThrows(CommException.class, () -> GpuSetup.Hello.decode(h.encode(), 1, BLOB, ID), "from rank 1");
+    assertThrows(CommException.class, () -> GpuSetup.Hello.decode(hello(null, BLOB, false, 0).encode(), 0, BLOB, ID), "none from rank 0");
+    byte[] bad = "p2p 0123 /tmp".getBytes(StandardCharsets.UTF_8);
+    GpuSetup.Hello b = new GpuSetup.Hello(null, blob, ProcessId.current().encode(), false, new byte[0], bad);
+    assertThrows(CommException.class, () -> GpuSetup.Hello.decode(b.encode(), 0, BLOB, ID), "malformed");
+    byte[] longer = new byte[PairDirectory.MAX_TEXT + 1];
+    GpuSetup.Hello l = new GpuSetup.Hello(null, blob, ProcessId.current().encode(), false, new byte[0], longer);
+    assertThrows(CommException.class, () -> GpuSetup.Hello.decode(l.encode(), 0, BLOB, ID), "too long");
   }
 
   @Test void roundTrip() {
@@ -28,7 +47,7 @@ class GpuSetupTest {
     Arrays.fill(blob, (byte) 7);
     byte[] id = new byte[ID];
     id[3] = 9;
-    GpuSetup.Hello h = new GpuSetup.Hello(null, blob, ProcessId.current().encode(), true, id);
+    GpuSetup.Hello h = new GpuSetup.Hello(null, blob, ProcessId.current().encode(), true, id, pairs());
     GpuSetup.Hello back = GpuSetup.Hello.decode(h.encode(), 0, BLOB, ID);
     assertNull(back.error());
     assertArrayEquals(blob, back.blob());
@@ -70,7 +89,7 @@ class GpuSetupTest {
     assertFalse(GpuLaunch.launchable(Collective.BARRIER, Protocol.VENDOR));
     assertFalse(GpuLaunch.launchable(Collective.ALL_TO_ALL_V, Protocol.LP));
     for (Collective c : Collective.values()) {
-      if (GpuComposed.composes(c)) {
+      if (GpuComposed.composes(c) || c.isPointToPoint()) {
         for (Protocol p : Protocol.values()) assertFalse(GpuLaunch.launchable(c, p), c.apiName() + " is composed, never launched");
         continue;
       }

@@ -1,5 +1,6 @@
 package io.sparkcomms.collectives.gpu;
 
+import io.sparkcomms.collectives.BatchSendRecv;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.CommStats;
 import io.sparkcomms.collectives.Communicator;
@@ -7,6 +8,8 @@ import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.Work;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Test adapter: runs host-tensor calls on a GPU communicator by copying inputs and (poisoned)
@@ -83,6 +86,46 @@ final class DeviceStagedCommunicator implements Communicator {
   @Override public Work scatterAsync(Tensor in, Tensor out, int root) { throw new UnsupportedOperationException(); }
   @Override public Work allGatherVAsync(Tensor in, Tensor out, long[] counts) { throw new UnsupportedOperationException(); }
   @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) { throw new UnsupportedOperationException(); }
+  @Override public void send(Tensor t, int peer) {
+    try (DeviceBuffer d = up(t)) {
+      g.send(d.view(), peer);
+    }
+  }
+  @Override public void recv(Tensor t, int peer) {
+    try (DeviceBuffer d = up(t)) {
+      g.recv(d.view(), peer);
+      d.view().copyTo((HostTensor) t);
+    }
+  }
+  /** Synchronous here (the copy back needs the transfer done): a Work that is complete. */
+  @Override public Work sendAsync(Tensor t, int peer) {
+    send(t, peer);
+    return Work.completed();
+  }
+  @Override public Work recvAsync(Tensor t, int peer) {
+    recv(t, peer);
+    return Work.completed();
+  }
+  /** Every tensor copied up, the GPU batch run to completion, every received one copied back. */
+  @Override public BatchSendRecv batch() {
+    return new BatchSendRecv(ts -> {
+      List<DeviceBuffer> bufs = new ArrayList<>();
+      try {
+        BatchSendRecv b = g.batch();
+        for (BatchSendRecv.Transfer t : ts) {
+          DeviceBuffer d = up(t.tensor());
+          bufs.add(d);
+          if (t.send()) b.send(d.view(), t.peer());
+          else b.recv(d.view(), t.peer());
+        }
+        b.issue().waitFor();
+        for (int i = 0; i < ts.size(); i++) if (!ts.get(i).send()) bufs.get(i).view().copyTo((HostTensor) ts.get(i).tensor());
+        return Work.completed();
+      } finally {
+        bufs.forEach(DeviceBuffer::close);
+      }
+    });
+  }
   @Override public Communicator split(int[] ranks) { return g.split(ranks); }
   @Override public Communicator split(int color, int key) { return g.split(color, key); }
   @Override public void barrier() { g.barrier(); }

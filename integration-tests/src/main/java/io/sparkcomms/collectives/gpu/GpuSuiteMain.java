@@ -49,6 +49,9 @@ public final class GpuSuiteMain {
   /** {@code -Dsparkcomms.suite=rooted}: only the calls of {@link #ROOTED} (device and host tensors) and their mismatch cases. */
   static final boolean ROOTED_ONLY = "rooted".equals(System.getProperty("sparkcomms.suite"));
   static final int[] ROOTED_COUNTS = {0, 1, 7, 1023, (1 << 20) + 3};
+  /** {@code -Dsparkcomms.suite=p2p}: only send, recv and batches (device and host tensors) and their mismatch cases. */
+  static final boolean P2P_ONLY = "p2p".equals(System.getProperty("sparkcomms.suite"));
+  static final int[] P2P_COUNTS = {1, 7, 1023, (1 << 20) + 3};
   static final int[] ROOTED_V_COUNTS = {0, 1, 7, 1023, (1 << 18) + 3};
 
   /** The algorithms checked: VENDOR only with the vendor library (off with SPARKCOMMS_VENDOR=0). */
@@ -99,6 +102,19 @@ public final class GpuSuiteMain {
     try {
       for (Algorithm a : algos) comms.put(a, new DeviceStagedCommunicator(GpuCommunicator.create(rv.get(), options(a, vendor), device)));
       List<String> fails = new ArrayList<>();
+      if (P2P_ONLY) {
+        CollectiveChecker dev = new CollectiveChecker(comms.get(Algorithm.FLAT), seed);
+        dev.runPointToPoint(P2P_COUNTS);
+        fails.addAll(dev.failures());
+        CollectiveChecker host = new CollectiveChecker(((DeviceStagedCommunicator) comms.get(Algorithm.FLAT)).gpu(), seed + 1);
+        host.runPointToPoint(new int[] {1, 1023, 70_001});
+        fails.addAll(host.failures());
+        fails.addAll(p2pMismatch(rv, device));
+        int rank = comms.get(Algorithm.FLAT).rank();
+        System.out.println("rank " + rank + ": point-to-point on device tensors: " + dev.checkedCalls() + " checked, on host tensors: "
+            + host.checkedCalls() + " checked; " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
+        return fails;
+      }
       if (ROOTED_ONLY) {
         // device tensors (through the staging adapter), then host tensors on the GPU communicator itself
         CollectiveChecker dev = new CollectiveChecker(comms.get(Algorithm.FLAT), seed);
@@ -115,6 +131,10 @@ public final class GpuSuiteMain {
       fails.addAll(host.failures());
       System.out.println("rank " + comms.get(Algorithm.FLAT).rank() + ": rooted and per-rank-count calls on host tensors: "
           + host.checkedCalls() + " checked, " + host.failures().size() + " failures");
+      CollectiveChecker p2pHost = new CollectiveChecker(((DeviceStagedCommunicator) comms.get(Algorithm.FLAT)).gpu(), seed + 2);
+      p2pHost.runPointToPoint(new int[] {1, 1023, 70_001});
+      fails.addAll(p2pHost.failures());
+      fails.addAll(p2pMismatch(rv, device));
       fails.addAll(composedMismatch(rv, device));
       fails.addAll(splits(((DeviceStagedCommunicator) comms.get(Algorithm.FLAT)).gpu()));
       int rank = comms.get(Algorithm.FLAT).rank();
@@ -244,6 +264,48 @@ public final class GpuSuiteMain {
       }
     } catch (RuntimeException e) {
       fails.add("composed mismatch (direct allGather): " + e);
+    }
+    return fails;
+  }
+
+  /**
+   * Transfers that do not match, between ranks 0 and 1 (the others make none): a recv of another
+   * count, then two senders, on fresh communicators (a mismatch leaves a GPU channel unusable): both
+   * ranks raise {@link CommMismatchException}; a matching transfer on the same parent afterwards (to
+   * another peer where there is one) still works.
+   */
+  static List<String> p2pMismatch(java.util.function.Supplier<Rendezvous> rv, int device) {
+    List<String> fails = new ArrayList<>();
+    CommOptions o = CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).vendor(false)
+        .stagingBytes(8 << 20).timeout(Duration.ofSeconds(30)).build();
+    String[] names = {"a recv of 8 floats against a send of 7", "two ranks that both send"};
+    for (int k = 0; k < names.length; k++) {
+      try (GpuCommunicator g = GpuCommunicator.create(rv.get(), o, device);
+           DeviceBuffer buf = DeviceBuffer.allocate(DataType.FLOAT32, 8, device)) {
+        int me = g.rank();
+        if (me < 2) {
+          try {
+            if (k == 0) {
+              if (me == 0) g.send(buf.view(0, 7), 1);
+              else g.recv(buf.view(), 0);
+            } else {
+              g.send(buf.view(), 1 - me);
+            }
+            fails.add("p2p mismatch: " + names[k] + " returned on rank " + me);
+          } catch (CommMismatchException e) {
+            System.out.println("rank " + me + ": " + names[k] + ": CommMismatchException: " + e.getMessage());
+          } catch (RuntimeException e) {
+            fails.add("p2p mismatch: " + names[k] + " raised " + e + " on rank " + me + ", expected CommMismatchException");
+          }
+        }
+        g.barrier();
+        float[] x = {me + 1};
+        g.allReduce(HostTensor.of(x), ReduceOp.SUM);
+        int n = g.size();
+        if (x[0] != n * (n + 1) / 2f) fails.add("p2p mismatch: the parent's allReduce after " + names[k] + " gave " + x[0] + " on rank " + me);
+      } catch (RuntimeException e) {
+        fails.add("p2p mismatch: " + names[k] + ": " + e);
+      }
     }
     return fails;
   }

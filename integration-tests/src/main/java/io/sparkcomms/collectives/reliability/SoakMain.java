@@ -362,6 +362,11 @@ public final class SoakMain {
     @Override public Work reduceScatterVAsync(Tensor in, Tensor out, long[] counts, ReduceOp op) {
       return c.reduceScatterVAsync(in, out, counts, op);
     }
+    @Override public void send(Tensor t, int peer) { c.sendAsync(t, peer).waitFor(); }
+    @Override public void recv(Tensor t, int peer) { c.recvAsync(t, peer).waitFor(); }
+    @Override public Work sendAsync(Tensor t, int peer) { return c.sendAsync(t, peer); }
+    @Override public Work recvAsync(Tensor t, int peer) { return c.recvAsync(t, peer); }
+    @Override public io.sparkcomms.collectives.BatchSendRecv batch() { return c.batch(); }
     @Override public Communicator split(int[] ranks) { return c.split(ranks); }
     @Override public Communicator split(int color, int key) { return c.split(color, key); }
     @Override public void barrier() { c.barrierAsync().waitFor(); }

@@ -1,0 +1,260 @@
+package io.sparkcomms.collectives;
+
+import io.sparkcomms.collectives.BatchSendRecv.Transfer;
+import io.sparkcomms.collectives.rendezvous.FileRendezvous;
+import io.sparkcomms.collectives.rendezvous.PairDirectory;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * send, recv and batches of them, over one channel per peer: a two-rank communicator of the parent's
+ * backend and options (the pair's lower rank is its rank 0), built when the pair first needs it and
+ * kept until the parent closes. A send is a broadcast from the sender on the channel, a recv the same
+ * broadcast from the peer, so each transfer carries the channel's call check: a recv whose dtype or
+ * count differs from the send, or two ranks that both send (or both receive), fail on both ranks with
+ * {@link CommMismatchException}; a transfer whose partner never comes times out on the channel.
+ *
+ * <p>The channel is built without a collective of the parent: the two ranks meet in the pair's
+ * directory ({@link PairDirectory}, known to the group only), the lower rank creating it and the
+ * higher one waiting for it, both within the timeout; after the channel's first barrier neither reads
+ * the directory again and the lower rank removes it. A channel that could not be built stays failed:
+ * later transfers with that peer raise at once, on both ranks alike.
+ *
+ * <p>A batch runs the transfers with each peer on a thread of its own, so a batch never waits on
+ * another peer's transfers (the cycle of sends that deadlocks blocking calls cannot form). With one
+ * peer the order is fixed on both sides: first the transfers from the lower rank to the higher, then
+ * the others, each direction in the order they were added; so both ranks run the i-th send of one
+ * side against the i-th recv of the other.
+ */
+final class PointToPoint {
+  private final int rank;
+  private final int size;
+  private final Duration timeout;
+  private final PairDirectory pairs;
+  private final Function<Rendezvous, AbstractCommunicator> create;
+  /** Per peer: the channel, or why it could not be built (guarded by {@code locks[peer]}). */
+  private final AbstractCommunicator[] channels;
+  private final String[] failed;
+  private final Object[] locks;
+  private volatile boolean closed;
+  private ExecutorService batchThreads;  // created on the first batch with two or more peers
+
+  PointToPoint(int rank, int size, Duration timeout, PairDirectory pairs, Function<Rendezvous, AbstractCommunicator> create) {
+    this.rank = rank;
+    this.size = size;
+    this.timeout = timeout;
+    this.pairs = pairs;
+    this.create = create;
+    this.channels = new AbstractCommunicator[size];
+    this.failed = new String[size];
+    this.locks = new Object[size];
+    for (int p = 0; p < size; p++) locks[p] = new Object();
+  }
+
+  /** Runs one transfer; returns the channel's protocol. */
+  Protocol run(Transfer op) {
+    return runWithPeer(op.peer(), List.of(op));
+  }
+
+  /** Runs a batch (ops already checked: every peer valid); returns the protocol of a transfer that ran. */
+  Protocol runBatch(List<Transfer> ops) {
+    Map<Integer, List<Transfer>> byPeer = new LinkedHashMap<>();
+    for (Transfer op : ops) byPeer.computeIfAbsent(op.peer(), k -> new ArrayList<>()).add(op);
+    if (byPeer.size() == 1) {
+      Map.Entry<Integer, List<Transfer>> e = byPeer.entrySet().iterator().next();
+      return runWithPeer(e.getKey(), ordered(e.getKey(), e.getValue()));
+    }
+    ExecutorService threads = threads();
+    List<Future<Protocol>> running = new ArrayList<>();
+    for (Map.Entry<Integer, List<Transfer>> e : byPeer.entrySet()) {
+      List<Transfer> seq = ordered(e.getKey(), e.getValue());
+      running.add(threads.submit(() -> runWithPeer(e.getKey(), seq)));
+    }
+    Protocol ran = null;
+    RuntimeException first = null;
+    // every transfer's waits are bounded by the channel timeout (creation too): this bound is a backstop
+    long deadline = System.nanoTime() + timeout.multipliedBy(2L * ops.size() + 4).toNanos();
+    for (Future<Protocol> f : running) {
+      try {
+        ran = f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (ExecutionException e) {
+        RuntimeException re = e.getCause() instanceof RuntimeException r ? r : new CommException("batch: " + e.getCause(), e.getCause());
+        if (first == null) first = re;
+        else first.addSuppressed(re);
+      } catch (TimeoutException e) {
+        f.cancel(true);
+        RuntimeException re = new CommTimeoutException("batch: rank " + rank + "'s transfers did not finish within " + timeout.multipliedBy(2L * ops.size() + 4));
+        if (first == null) first = re;
+        else first.addSuppressed(re);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new CommException("interrupted while waiting for a batch of sends and receives", e);
+      }
+    }
+    if (first != null) throw first;
+    return ran;
+  }
+
+  /** The transfers with {@code peer} in the order both ranks use: lower rank to higher first, each direction as added. */
+  private List<Transfer> ordered(int peer, List<Transfer> ops) {
+    boolean lower = rank < peer;
+    List<Transfer> seq = new ArrayList<>(ops.size());
+    for (Transfer op : ops) if (op.send() == lower) seq.add(op);   // from the lower rank to the higher
+    for (Transfer op : ops) if (op.send() != lower) seq.add(op);
+    return seq;
+  }
+
+  /** Runs {@code seq} in order on the channel to {@code peer}. */
+  private Protocol runWithPeer(int peer, List<Transfer> seq) {
+    AbstractCommunicator ch = channel(peer);
+    int me = rank < peer ? 0 : 1, them = 1 - me;
+    Protocol ran = null;
+    for (Transfer op : seq) {
+      try {
+        ch.broadcast(op.tensor(), op.tensor(), op.send() ? me : them);
+        ran = ch.lastProtocol();
+      } catch (CommMismatchException e) {
+        throw new CommMismatchException(context(op) + ": " + e.getMessage() + " (channel rank 0 is rank " + Math.min(rank, peer)
+            + "; a send there is a broadcast from the sender: its partner must recv the same dtype and count)", e);
+      } catch (CommTimeoutException e) {
+        throw new CommTimeoutException(context(op) + ": " + e.getMessage() + " (does rank " + peer + " make the matching "
+            + (op.send() ? "recv" : "send") + "?)", e);
+      } catch (CommAbortedException e) {
+        throw new CommAbortedException(context(op) + ": " + e.getMessage(), e);
+      } catch (CommException e) {
+        throw new CommException(context(op) + ": " + e.getMessage(), e);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(context(op) + ": " + e.getMessage(), e);
+      }
+    }
+    return ran;
+  }
+
+  private String context(Transfer op) {
+    return (op.send() ? "send to rank " : "recv from rank ") + op.peer() + " (rank " + rank + ", point-to-point channel of ranks "
+        + Math.min(rank, op.peer()) + " and " + Math.max(rank, op.peer()) + ")";
+  }
+
+  /** The channel to {@code peer}, built on first use (the peer builds it at the same time). */
+  private AbstractCommunicator channel(int peer) {
+    synchronized (locks[peer]) {
+      if (closed) throw new IllegalStateException("communicator (rank " + rank + ") is closed");
+      if (channels[peer] != null) return channels[peer];
+      if (failed[peer] != null) {
+        throw new CommException("the point-to-point channel of ranks " + Math.min(rank, peer) + " and " + Math.max(rank, peer)
+            + " could not be built earlier (" + failed[peer] + "); transfers with rank " + peer + " are refused");
+      }
+      try {
+        channels[peer] = build(peer);
+        return channels[peer];
+      } catch (RuntimeException e) {
+        failed[peer] = e.getMessage();
+        throw e;
+      }
+    }
+  }
+
+  private AbstractCommunicator build(int peer) {
+    int lo = Math.min(rank, peer), hi = Math.max(rank, peer);
+    String pair = "the point-to-point channel of ranks " + lo + " and " + hi;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    Path dir = null;
+    AbstractCommunicator ch = null;
+    try {
+      if (rank == lo) {
+        try {
+          dir = pairs.create(lo, hi);
+        } catch (IOException e) {
+          throw new CommException("rank " + rank + " cannot build " + pair + ": " + e.getMessage(), e);
+        }
+      } else {
+        awaitDirectory(lo, hi, deadline, pair);
+      }
+      ch = create.apply(new FileRendezvous(pairs.of(lo, hi), rank == lo ? 0 : 1, 2));
+      ch.barrier();  // after it neither rank reads the directory again
+      AbstractCommunicator made = ch;
+      ch = null;
+      return made;
+    } catch (io.sparkcomms.collectives.rendezvous.RendezvousException e) {
+      throw new CommTimeoutException("rank " + rank + " could not build " + pair + ": " + e.getMessage()
+          + " (does rank " + peer + " make the matching send or recv?)", e);
+    } finally {
+      if (ch != null) ch.close();
+      if (dir != null) remove(dir);
+    }
+  }
+
+  /** The higher rank: waits until the lower one has created the pair's directory. */
+  private void awaitDirectory(int lo, int hi, long deadline, String pair) {
+    long sleepMicros = 200;
+    while (!pairs.exists(lo, hi)) {
+      if (System.nanoTime() > deadline) {
+        throw new CommTimeoutException("rank " + rank + " could not build " + pair + ": rank " + lo + " did not open it within "
+            + timeout.toMillis() + " ms (does rank " + lo + " make the matching send or recv?)");
+      }
+      if (Thread.currentThread().isInterrupted()) throw new CommException("rank " + rank + " was interrupted while waiting for " + pair);
+      java.util.concurrent.locks.LockSupport.parkNanos(sleepMicros * 1000);
+      sleepMicros = Math.min(sleepMicros * 2, 20_000);
+    }
+  }
+
+  private static void remove(Path dir) {
+    try (var s = Files.list(dir)) {
+      for (Path f : (Iterable<Path>) s::iterator) Files.deleteIfExists(f);
+      Files.deleteIfExists(dir);
+    } catch (IOException e) {
+      System.getLogger(PointToPoint.class.getName()).log(System.Logger.Level.WARNING, "could not remove " + dir + ": " + e);
+    }
+  }
+
+  private synchronized ExecutorService threads() {
+    if (batchThreads == null) {
+      batchThreads = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "sparkcomms-p2p-rank-" + rank);
+        t.setDaemon(true);
+        return t;
+      });
+    }
+    return batchThreads;
+  }
+
+  /** Aborts every channel (the parent aborted). */
+  void abort(String reason) {
+    for (AbstractCommunicator ch : channels.clone()) {
+      if (ch == null) continue;
+      try {
+        ch.abort(reason);
+      } catch (RuntimeException e) {
+        // a channel closed meanwhile has nothing left to stop
+      }
+    }
+  }
+
+  /** Closes every channel (the parent closed; no transfer runs). */
+  void close() {
+    closed = true;
+    synchronized (this) {
+      if (batchThreads != null) batchThreads.shutdownNow();
+    }
+    for (int p = 0; p < size; p++) {
+      synchronized (locks[p]) {
+        if (channels[p] != null) channels[p].close();
+        channels[p] = null;
+      }
+    }
+  }
+}
