@@ -92,8 +92,10 @@ final class BenchConfig {
         "  -d, --datatype T        float32|bfloat16|float16|float64|int32|int64 (default float32)",
         "  -o, --op OP             sum|avg|min|max|prod|premul_sum(f) (default sum)",
         "  -c, --collective C      allreduce|allgather|reducescatter|alltoall|broadcast|reduce|gather|",
-        "                          scatter|allgatherv|reducescatterv (default allreduce); sizes and",
-        "                          bandwidths of each below",
+        "                          scatter|allgatherv|reducescatterv|sendrecv (default allreduce); sizes",
+        "                          and bandwidths of each below; sendrecv: one batch per call in which",
+        "                          each rank sends to rank+1 and receives from rank-1 (nccl-tests'",
+        "                          sendrecv_perf)",
         "      --root R            root rank of broadcast, reduce, gather and scatter (default 0); the",
         "                          other ranks pass null for the tensor they do not use",
         "      --backend B         host|gpu (default host)",
@@ -116,7 +118,7 @@ final class BenchConfig {
         "",
         "Size of a row (nccl-tests convention: the call's largest buffer, in bytes, rounded down to whole",
         "elements and, where the buffer is split over the n ranks, to a multiple of n):",
-        "  allreduce, broadcast, reduce: a rank's input; allgather, gather: the output, n times a rank's",
+        "  allreduce, broadcast, reduce, sendrecv: a rank's input; allgather, gather: the output, n times a rank's",
         "  input; reducescatter, scatter: the input, n times a rank's output; alltoall: a rank's input.",
         "  allgatherv, reducescatterv: the total T of the per-rank counts; rank r gets a share of T",
         "  proportional to r+1, count[r] = floor(T*S(r+1)/S(n)) - floor(T*S(r)/S(n)) with",
@@ -124,7 +126,7 @@ final class BenchConfig {
         "  (2 ranks, 1K float32: 85 and 171 elements).",
         "algbw = size / time; busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce 2(n-1)/n;",
         "  allgather, allgatherv, reducescatter, reducescatterv, alltoall, gather, scatter (n-1)/n;",
-        "  broadcast, reduce 1.",
+        "  broadcast, reduce, sendrecv 1.",
         "",
         "  --spark [--master URL] [--backend host|gpu] [-b SIZE] [-e SIZE] [-n N] [-w N] [--ranks N] [--csv FILE]",
         "                          instead: the barrier-stage allReduce sweep inside Spark (float32 sum, sizes",
@@ -233,6 +235,7 @@ final class BenchConfig {
     if (ranks < 1 || ranks > 64) throw new UsageException("--ranks must be in 1..64, got " + ranks);
     if (timeoutSeconds < 1) throw new UsageException("--timeout must be >= 1 second");
     if (reduces() && !op.supports(dtype)) throw new UsageException("op " + opName() + " is not defined for " + typeName());
+    if (collective == Collective.BATCH && ranks < 2) throw new UsageException("sendrecv needs two ranks or more (--ranks)");
     if (given.contains("--root") && !collective.isRooted()) {
       throw new UsageException("--root is for broadcast, reduce, gather and scatter, not " + collectiveName());
     }
@@ -282,7 +285,7 @@ final class BenchConfig {
   static double busFactor(Collective c, int n) {
     switch (c) {
       case ALL_REDUCE: return 2.0 * (n - 1) / n;
-      case BROADCAST: case REDUCE: return 1.0;
+      case BROADCAST: case REDUCE: case BATCH: return 1.0;
       case ALL_GATHER: case ALL_GATHER_V: case REDUCE_SCATTER: case REDUCE_SCATTER_V: case ALL_TO_ALL:
       case GATHER: case SCATTER:
         return (double) (n - 1) / n;
@@ -294,7 +297,7 @@ final class BenchConfig {
   static String busFactorFormula(Collective c) {
     switch (c) {
       case ALL_REDUCE: return "2(n-1)/n";
-      case BROADCAST: case REDUCE: return "1";
+      case BROADCAST: case REDUCE: case BATCH: return "1";
       default: return "(n-1)/n";
     }
   }
@@ -307,7 +310,7 @@ final class BenchConfig {
 
   String typeName() { return dtype.name().toLowerCase(Locale.ROOT); }
 
-  String collectiveName() { return collective.apiName().toLowerCase(Locale.ROOT); }
+  String collectiveName() { return collective == Collective.BATCH ? "sendrecv" : collective.apiName().toLowerCase(Locale.ROOT); }
 
   /** The message sizes: min, min*f, ... up to max. */
   List<Long> sizes() {
@@ -410,8 +413,9 @@ final class BenchConfig {
       case "scatter": return Collective.SCATTER;
       case "allgatherv": return Collective.ALL_GATHER_V;
       case "reducescatterv": return Collective.REDUCE_SCATTER_V;
+      case "sendrecv": return Collective.BATCH;
       default: throw new UsageException("unknown collective '" + v
-          + "' (allreduce|allgather|reducescatter|alltoall|broadcast|reduce|gather|scatter|allgatherv|reducescatterv)");
+          + "' (allreduce|allgather|reducescatter|alltoall|broadcast|reduce|gather|scatter|allgatherv|reducescatterv|sendrecv)");
     }
   }
 

@@ -43,7 +43,7 @@ final class BenchData {
             ? new Layout(mine, all, total, total * dt.size(), 0, pc)
             : new Layout(all, mine, total, total * dt.size(), 0, pc);
       }
-      if (c == Collective.ALL_REDUCE || c == Collective.BROADCAST || c == Collective.REDUCE) {
+      if (c == Collective.ALL_REDUCE || c == Collective.BROADCAST || c == Collective.REDUCE || c == Collective.BATCH) {
         if (total == 0) return null;
         int t = Math.toIntExact(total);
         int out = c == Collective.REDUCE && !isRoot ? 0 : t;
@@ -290,6 +290,12 @@ final class BenchData {
           int p = j / chunk;
           want = value(seed, p, (long) rank * chunk + j % chunk, dt, null);
           bound = copyBound(want, dt, lp);
+          scale = Math.abs(want);
+          break;
+        }
+        case BATCH: {  // sendrecv: from rank-1
+          want = value(seed, (rank - 1 + n) % n, j, dt, null);
+          bound = 0;
           scale = Math.abs(want);
           break;
         }

@@ -426,6 +426,10 @@ final class RankWorker {
         long[] counts = l.counts().toArray();
         return () -> comm.reduceScatterV(in, res, counts, op);
       }
+      case BATCH: {
+        int right = (rank + 1) % comm.size(), left = (rank - 1 + comm.size()) % comm.size();
+        return () -> comm.batch().send(in, right).recv(res, left).issue().waitFor();
+      }
       default: throw new IllegalArgumentException(cfg.collectiveName());
     }
   }

@@ -99,7 +99,7 @@ class BenchMainTest {
   }
 
   /**
-   * reduce, gather, scatter (root 1), allgatherv and reducescatterv, 2 ranks, tiny sizes: every row
+   * reduce, gather, scatter (root 1), allgatherv, reducescatterv and sendrecv, 2 ranks, tiny sizes: every row
    * correct, busbw = algbw times the nccl-tests factor. The per-rank-count rows start at 8 bytes,
    * where rank 0's share is 0 elements.
    */
@@ -113,6 +113,7 @@ class BenchMainTest {
         {new String[] {"-c", "scatter", "--root", "1"}, 0.5, "none", new long[] {1024, 2048, 4096}},
         {new String[] {"-c", "allgatherv"}, 0.5, "none", new long[] {8, 256, 8192}},
         {new String[] {"-c", "reducescatterv", "-o", "max"}, 0.5, "max", new long[] {8, 256, 8192}},
+        {new String[] {"-c", "sendrecv"}, 1.0, "none", new long[] {1024, 2048, 4096}},
     };
     for (Object[] k : cases) {
       String[] extra = (String[]) k[0];
@@ -153,7 +154,7 @@ class BenchMainTest {
 
   @Test
   void baselinesThatDoNotCoverTheCollectiveAreUsageErrors() {
-    for (String c : new String[] {"gather", "reduce", "scatter", "allgatherv", "reducescatterv"}) {
+    for (String c : new String[] {"gather", "reduce", "scatter", "allgatherv", "reducescatterv", "sendrecv"}) {
       Result r = bench("-c", c, "--baseline", "tcp");
       assertEquals(2, r.rc, r.err);
       assertTrue(r.err.contains("--baseline tcp covers allreduce only, not " + c + " "), r.err);
@@ -167,6 +168,9 @@ class BenchMainTest {
     Result unrooted = bench("-c", "allgatherv", "--root", "1");
     assertEquals(2, unrooted.rc);
     assertTrue(unrooted.err.contains("--root is for broadcast, reduce, gather and scatter, not allgatherv"), unrooted.err);
+    Result alone = bench("-c", "sendrecv", "--ranks", "1");
+    assertEquals(2, alone.rc);
+    assertTrue(alone.err.contains("sendrecv needs two ranks or more"), alone.err);
     Result h = bench("-h");
     assertEquals(0, h.rc);
     assertTrue(h.out.contains("broadcast|reduce|gather|") && h.out.contains("scatter|allgatherv|reducescatterv")

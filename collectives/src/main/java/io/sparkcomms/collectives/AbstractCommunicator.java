@@ -171,7 +171,8 @@ public abstract class AbstractCommunicator implements Communicator {
     PlannedCall batch = new PlannedCall(Collective.BATCH, null, null, null, -1, null, count, Algorithm.FLAT, bytes, null, null, null);
     return submit(batch, () -> {
       settle();
-      return p2p.runBatch(ops);
+      // a stream-ordered (GPU) backend runs the peers one after the other: see PointToPoint
+      return p2p.runBatch(ops, !planner.offer().enqueues());
     });
   }
 

@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -34,9 +33,13 @@ import java.util.function.Function;
  * the directory again and the lower rank removes it. A channel that could not be built stays failed:
  * later transfers with that peer raise at once, on both ranks alike.
  *
- * <p>A batch runs the transfers with each peer on a thread of its own, so a batch never waits on
- * another peer's transfers (the cycle of sends that deadlocks blocking calls cannot form). With one
- * peer the order is fixed on both sides: first the transfers from the lower rank to the higher, then
+ * <p>A batch on the host backend runs the transfers with each peer on a thread of its own, so a batch
+ * never waits on another peer's transfers (the cycle of sends that deadlocks blocking calls cannot
+ * form). On the GPU backend it runs them one peer after the other, in an order of the pairs that every
+ * rank shares, which cannot deadlock either: a process's transfers on several streams at once are
+ * kernels that spin while they wait for their peers, and such kernels of one process can wait on each
+ * other (a batch with 7 peers at 8 rank processes on one H200 timed out when run concurrently, see
+ * bench/results). With one peer the order is fixed on both sides: first the transfers from the lower rank to the higher, then
  * the others, each direction in the order they were added; so both ranks run the i-th send of one
  * side against the i-th recv of the other.
  */
@@ -70,13 +73,20 @@ final class PointToPoint {
     return runWithPeer(op.peer(), List.of(op));
   }
 
-  /** Runs a batch (ops already checked: every peer valid); returns the protocol of a transfer that ran. */
-  Protocol runBatch(List<Transfer> ops) {
-    Map<Integer, List<Transfer>> byPeer = new LinkedHashMap<>();
+  /**
+   * Runs a batch (ops already checked: every peer valid); returns the protocol of a transfer that ran.
+   * {@code concurrent}: each peer's transfers on a thread of their own; otherwise one peer after the
+   * other, in the order of the pairs (lower rank, then higher) that every rank uses, which cannot
+   * deadlock either (the smallest pair not done yet has both its ranks waiting in it).
+   */
+  Protocol runBatch(List<Transfer> ops, boolean concurrent) {
+    Map<Integer, List<Transfer>> byPeer = new java.util.TreeMap<>(
+        java.util.Comparator.<Integer>comparingInt(p -> Math.min(rank, p)).thenComparingInt(p -> Math.max(rank, p)));
     for (Transfer op : ops) byPeer.computeIfAbsent(op.peer(), k -> new ArrayList<>()).add(op);
-    if (byPeer.size() == 1) {
-      Map.Entry<Integer, List<Transfer>> e = byPeer.entrySet().iterator().next();
-      return runWithPeer(e.getKey(), ordered(e.getKey(), e.getValue()));
+    if (byPeer.size() == 1 || !concurrent) {
+      Protocol ran = null;
+      for (Map.Entry<Integer, List<Transfer>> e : byPeer.entrySet()) ran = runWithPeer(e.getKey(), ordered(e.getKey(), e.getValue()));
+      return ran;
     }
     ExecutorService threads = threads();
     List<Future<Protocol>> running = new ArrayList<>();

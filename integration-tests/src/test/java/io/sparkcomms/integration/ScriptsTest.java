@@ -104,7 +104,7 @@ class ScriptsTest {
   @Test
   void exampleHelpIsTheWholeHeader() throws Exception {
     Run r = run("sparkcomms-example", "-h");
-    assertHelp(r, "sparkcomms-example", "train", "infer", "infer-groups", "vector-sum", "--master URL", "local-cluster[2,1,1024]",
+    assertHelp(r, "sparkcomms-example", "train", "infer", "infer-groups", "infer-pipeline", "vector-sum", "--master URL", "local-cluster[2,1,1024]",
         "as is, with our jars shipped to the executors through --jars.", "Exit status");
     assertUsageError(run("sparkcomms-example", "bogus"), "sparkcomms-example: ", "unknown example 'bogus'");
   }
