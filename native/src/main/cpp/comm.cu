@@ -156,6 +156,26 @@ extern "C" int sc_comm_create(int rank, int nranks, int device, size_t staging_b
   return SC_OK;
 }
 
+// A kernel's wait bound in its clock's ticks: the HIP wall clock's (its rate per device), else ns.
+static uint64_t sc_timeout_ticks(sc_comm_t c) {
+#if SC_HIP
+  const int khz = sc_hip_wallclock_khz(c->device);
+  return (uint64_t)(c->timeout_s * (double)khz * 1000.0);
+#else
+  return (uint64_t)(c->timeout_s * 1e9);
+#endif
+}
+
+// Kernels take c->dev by value at launch, so a new bound applies to the next launch and to none that
+// is queued or running.
+extern "C" int sc_comm_set_timeout(sc_comm_t c, double seconds) {
+  if (!c) return sc_fail(SC_ERR_INVALID_ARG, "null argument");
+  if (!(seconds > 0) || seconds > 1e7) return sc_fail(SC_ERR_INVALID_ARG, "timeout %g s outside (0, 1e7]", seconds);
+  c->timeout_s = seconds;
+  if (c->connected) c->dev.timeout_ticks = sc_timeout_ticks(c);
+  return SC_OK;
+}
+
 // Options change kernels, grids or staging layouts: set them before sc_comm_export, alike on every
 // rank (connect compares the agreed ones). The table says what each accepts.
 extern "C" int sc_comm_set_option(sc_comm_t c, const char* key, long long value) {
@@ -348,12 +368,7 @@ extern "C" int sc_comm_connect(sc_comm_t c, const void* all, size_t blob_len) {
   d.err = (volatile int*)c->dev_words;
   d.abort_flag = (const volatile int*)(c->dev_words + 16);
   d.vstatus = (volatile long long*)(c->dev_words + 32);  // host words 32..41: allToAllV status
-#if SC_HIP
-  const int khz = sc_hip_wallclock_khz(c->device);
-  d.timeout_ticks = (uint64_t)(c->timeout_s * (double)khz * 1000.0);
-#else
-  d.timeout_ticks = (uint64_t)(c->timeout_s * 1e9);
-#endif
+  d.timeout_ticks = sc_timeout_ticks(c);
   d.half_bytes = c->half;
   d.lamport_off = (size_t)c->p.staging_bytes;
   d.rank = me;

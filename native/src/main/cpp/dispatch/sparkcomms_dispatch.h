@@ -47,6 +47,7 @@ static int (*sc_fp_sc_comm_export)(sc_comm_t comm, void* buf, size_t len) = 0;
 static int (*sc_fp_sc_comm_connect)(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len) = 0;
 static int (*sc_fp_sc_comm_abort)(sc_comm_t comm) = 0;
 static int (*sc_fp_sc_comm_check)(sc_comm_t comm) = 0;
+static int (*sc_fp_sc_comm_set_timeout)(sc_comm_t comm, double seconds) = 0;
 static int (*sc_fp_sc_comm_destroy)(sc_comm_t comm) = 0;
 static int (*sc_fp_sc_comm_set_option)(sc_comm_t comm, const char* key, long long value) = 0;
 static int (*sc_fp_sc_comm_get_option)(sc_comm_t comm, const char* key, long long* value) = 0;
@@ -158,6 +159,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_comm_abort) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_abort (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_check) = dlsym(h, "sc_comm_check");
   if (!sc_fp_sc_comm_check) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_check (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_comm_set_timeout) = dlsym(h, "sc_comm_set_timeout");
+  if (!sc_fp_sc_comm_set_timeout) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_set_timeout (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_destroy) = dlsym(h, "sc_comm_destroy");
   if (!sc_fp_sc_comm_destroy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_comm_destroy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_comm_set_option) = dlsym(h, "sc_comm_set_option");
@@ -267,6 +270,7 @@ int sc_comm_export(sc_comm_t comm, void* buf, size_t len) { if (!sc_fp_sc_comm_e
 int sc_comm_connect(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len) { if (!sc_fp_sc_comm_connect) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_connect(comm, all_ranks_blobs, blob_len); }
 int sc_comm_abort(sc_comm_t comm) { if (!sc_fp_sc_comm_abort) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_abort(comm); }
 int sc_comm_check(sc_comm_t comm) { if (!sc_fp_sc_comm_check) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_check(comm); }
+int sc_comm_set_timeout(sc_comm_t comm, double seconds) { if (!sc_fp_sc_comm_set_timeout) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_set_timeout(comm, seconds); }
 int sc_comm_destroy(sc_comm_t comm) { if (!sc_fp_sc_comm_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_destroy(comm); }
 int sc_comm_set_option(sc_comm_t comm, const char* key, long long value) { if (!sc_fp_sc_comm_set_option) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_set_option(comm, key, value); }
 int sc_comm_get_option(sc_comm_t comm, const char* key, long long* value) { if (!sc_fp_sc_comm_get_option) return SC_ERR_NO_DEVICE; return sc_fp_sc_comm_get_option(comm, key, value); }

@@ -128,6 +128,10 @@ SC_API int sc_comm_export(sc_comm_t comm, void* buf, size_t len);
 SC_API int sc_comm_connect(sc_comm_t comm, const void* all_ranks_blobs, size_t blob_len);
 SC_API int sc_comm_abort(sc_comm_t comm);   /* wakes and fails every pending wait of this rank */
 SC_API int sc_comm_check(sc_comm_t comm);   /* SC_OK, or SC_ERR_TIMEOUT / SC_ERR_ABORTED / SC_ERR_MISMATCH with text */
+/* The timeout (seconds, > 0, at most 1e7) of every wait of the kernels launched from now on, e.g. one
+ * call's own; sc_comm_create's is the default, and setting it back restores it. A kernel keeps the
+ * timeout it was launched with. */
+SC_API int sc_comm_set_timeout(sc_comm_t comm, double seconds);
 /* Final barrier (bounded by the timeout, on flags of its own), then frees. The caller's streams must
  * be idle: the barrier runs on the communicator's internal stream, not after work queued elsewhere. */
 SC_API int sc_comm_destroy(sc_comm_t comm);

@@ -44,6 +44,8 @@ public abstract class AbstractCommunicator implements Communicator {
   private final CallObserver observer;
   private final NanCheck nanCheck;
   private final PointToPoint p2p;
+  /** The options of the call this thread is making through {@link #withOptions} (null: none). */
+  private final ThreadLocal<CallOptions> callOptions = new ThreadLocal<>();
   /** The protocol of the last call that completed (what a point-to-point channel reports to its parent). */
   private volatile Protocol lastProtocol;
 
@@ -145,21 +147,26 @@ public abstract class AbstractCommunicator implements Communicator {
 
   private void runP2P(BatchSendRecv.Transfer op) {
     PlannedCall p = planP2P(op);
+    Duration t = callTimeout();
     run(p, () -> {
+      refuseTransferIfAborted();
       settle();
-      return p2p.run(op);
+      return p2p.run(op, t);
     });
   }
 
   private Work submitP2P(BatchSendRecv.Transfer op) {
     PlannedCall p = planP2P(op);
+    Duration t = callTimeout();
     return submit(p, () -> {
+      refuseTransferIfAborted();
       settle();
-      return p2p.run(op);
+      return p2p.run(op, t);
     });
   }
 
-  private Work issueBatch(List<BatchSendRecv.Transfer> ops) {
+  /** Runs a batch's transfers as one call (its {@link BatchSendRecv#issue()}). */
+  final Work issueBatch(List<BatchSendRecv.Transfer> ops) {
     ensureOpen();
     long count = 0, bytes = 0;
     for (BatchSendRecv.Transfer op : ops) {
@@ -169,10 +176,12 @@ public abstract class AbstractCommunicator implements Communicator {
     }
     if (ops.isEmpty()) return Work.completed();
     PlannedCall batch = new PlannedCall(Collective.BATCH, null, null, null, -1, null, count, Algorithm.FLAT, bytes, null, null, null);
+    Duration t = callTimeout();
     return submit(batch, () -> {
+      refuseTransferIfAborted();
       settle();
       // a stream-ordered (GPU) backend runs the peers one after the other: see PointToPoint
-      return p2p.runBatch(ops, !planner.offer().enqueues());
+      return p2p.runBatch(ops, !planner.offer().enqueues(), t);
     });
   }
 
@@ -190,11 +199,66 @@ public abstract class AbstractCommunicator implements Communicator {
         op.peer(), dtype, count, Algorithm.FLAT, dtype == null ? 0 : count * dtype.size(), null, null, null);
   }
 
+  // ---------------------------------------------------------------- per-call options
+
+  @Override public Communicator withOptions(CallOptions o) {
+    ensureOpen();
+    return new WithOptions(this, java.util.Objects.requireNonNull(o, "options"));
+  }
+
+  /** Runs {@code call} (one call of this communicator, made by this thread) with the options {@code o}. */
+  final <T> T callWith(CallOptions o, java.util.function.Supplier<T> call) {
+    CallOptions before = callOptions.get();
+    callOptions.set(o);
+    try {
+      return call.get();
+    } finally {
+      callOptions.set(before);
+    }
+  }
+
+  /** The timeout of the call this thread is making: its own, else the communicator's. */
+  private Duration callTimeout() {
+    CallOptions co = callOptions.get();
+    return co == null ? options.timeout() : co.timeoutOr(options.timeout());
+  }
+
+  /**
+   * {@code body} with the call's own timeout (if it has one) in force while it runs, on whichever
+   * thread runs it (the caller's, or the async thread: calls run one at a time, so the bound is
+   * the running call's).
+   */
+  private java.util.function.Supplier<Protocol> withCallTimeout(java.util.function.Supplier<Protocol> body) {
+    CallOptions co = callOptions.get();
+    Duration t = co == null ? null : co.timeout();
+    if (t == null) return body;
+    return () -> {
+      useCallTimeout(t);
+      try {
+        return body.get();
+      } finally {
+        useCallTimeout(null);
+      }
+    };
+  }
+
+  /**
+   * Bounds the waits of the backend's calls from now on by {@code t}, or by the communicator's
+   * timeout again (null). Called around one call, under the call order (never two at once).
+   */
+  protected abstract void useCallTimeout(Duration t);
+
   /**
    * Makes this communicator's earlier work visible to another communicator's calls (the point-to-point
    * channels): the GPU backend waits for its stream. Runs in the call, before the transfer.
    */
   protected void settle() {}
+
+  /** A transfer of a communicator that a peer (or this rank) aborted raises, as its collectives do. */
+  private void refuseTransferIfAborted() {
+    p2p.refuseIfAborted();  // this rank's own abort, with its reason
+    if (isAborted()) throw new CommAbortedException("rank " + rank + ": the communicator is aborted (a rank aborted it, or a call failed)");
+  }
 
   /** The protocol of the last call that completed on this communicator, or null. */
   final Protocol lastProtocol() { return lastProtocol; }
@@ -211,7 +275,9 @@ public abstract class AbstractCommunicator implements Communicator {
 
   private PlannedCall plan(Collective kind, Tensor in, Tensor out, ReduceOp op, int root) {
     ensureOpen();
-    return checked(planner.plan(kind, in, out, op, root));
+    CallOptions co = callOptions.get();
+    Algorithm requested = co != null && co.algorithm() != null ? co.algorithm() : options.algorithm();
+    return checked(planner.plan(kind, in, out, op, root, requested));
   }
 
   private PlannedCall planV(Tensor in, Tensor out, Splits sp, boolean offsetsForm) {
@@ -283,11 +349,12 @@ public abstract class AbstractCommunicator implements Communicator {
   private void run(PlannedCall p) { run(p, () -> execute(p)); }
 
   private void run(PlannedCall p, java.util.function.Supplier<Protocol> body) {
+    java.util.function.Supplier<Protocol> withTimeout = withCallTimeout(body);
     enter(p);
     try {
       synchronized (callLock) {
         drainAsync();
-        timed(p, observer.begin(p, false), body);
+        timed(p, observer.begin(p, false), withTimeout);
       }
     } finally {
       caller.set(null);
@@ -333,15 +400,16 @@ public abstract class AbstractCommunicator implements Communicator {
 
   /** {@code body} runs the call: {@link #execute} for a collective, the channels for a transfer (never enqueued). */
   private Work submit(PlannedCall p, java.util.function.Supplier<Protocol> body) {
+    java.util.function.Supplier<Protocol> withTimeout = withCallTimeout(body);
     enter(p);
     try {
-      return submitLocked(p, body);
+      return submitLocked(p, withTimeout, callTimeout());
     } finally {
       caller.set(null);
     }
   }
 
-  private Work submitLocked(PlannedCall p, java.util.function.Supplier<Protocol> body) {
+  private Work submitLocked(PlannedCall p, java.util.function.Supplier<Protocol> body, Duration timeout) {
     synchronized (callLock) {
       if (planner.offer().enqueues() && !p.kind().isPointToPoint()) {
         ensureOpen();
@@ -349,7 +417,13 @@ public abstract class AbstractCommunicator implements Communicator {
         CallObserver.Call call = observer.begin(p, true);
         Started s;
         try {
-          s = enqueue(p);
+          Duration t = callOptions.get() != null ? callOptions.get().timeout() : null;
+          if (t != null) useCallTimeout(t);  // kernels take it at launch
+          try {
+            s = enqueue(p);
+          } finally {
+            if (t != null) useCallTimeout(null);
+          }
         } catch (RuntimeException | Error e) {
           call.end(null, e);
           throw e;
@@ -373,7 +447,7 @@ public abstract class AbstractCommunicator implements Communicator {
         throw e;
       }
       lastAsync = f;
-      return new FutureWork(f, options.timeout());
+      return new FutureWork(f, timeout);
     }
   }
 

@@ -167,7 +167,10 @@ public interface Communicator extends AutoCloseable {
    * are made; a send whose receive never comes times out ({@link CommTimeoutException}). The first
    * transfer between two ranks builds their channel (both must make it within the timeout). Blocking
    * transfers in a cycle deadlock as in MPI or NCCL (each rank waiting in its send, until the timeout):
-   * use {@link #batch()} for an exchange with several peers. On the GPU backend, the transfer waits for
+   * use {@link #batch()} for an exchange with several peers (async transfers run one after another,
+   * in call order, as every async call does, so they do not break such a cycle). A transfer that fails
+   * leaves the channel between the two ranks as a failed call leaves a communicator of the backend (a
+   * timeout aborts it: later transfers between them raise {@link CommAbortedException}). On the GPU backend, the transfer waits for
    * this communicator's stream first and is complete when it returns (its async form too).
    */
   void send(Tensor tensor, int peer);
@@ -181,6 +184,15 @@ public interface Communicator extends AutoCloseable {
 
   /** A new, empty set of sends and receives to issue together ({@link BatchSendRecv}). */
   BatchSendRecv batch();
+
+  /**
+   * This communicator with {@code options} for each call made through the returned view (a timeout
+   * of its own, a forced algorithm: {@link CallOptions}), as torchcomms takes them per call:
+   * {@code comm.withOptions(CallOptions.timeout(Duration.ofSeconds(5))).allReduce(t, ReduceOp.SUM)}.
+   * The view is the same communicator (same order, numbering, statistics, one caller at a time);
+   * closing it closes nothing.
+   */
+  Communicator withOptions(CallOptions options);
 
   /** Returns once every rank has entered the barrier. */
   void barrier();

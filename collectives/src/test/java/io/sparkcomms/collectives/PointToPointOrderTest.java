@@ -26,20 +26,21 @@ class PointToPointOrderTest {
   @ValueSource(ints = {3, 5, 8})
   void everyPeerInOneBatchInEitherSchedule(int n) throws Exception {
     CommOptions o = CommOptions.builder().backend(CommOptions.Backend.HOST).timeout(Duration.ofSeconds(30)).build();
-    PairDirectory pairs = PairDirectory.fresh(dir);
-    List<PointToPoint> p2p = new ArrayList<>();
-    List<AbstractCommunicator> made = new ArrayList<>();
-    for (int r = 0; r < n; r++) {
-      p2p.add(new PointToPoint(r, n, o.timeout(), pairs, rv -> {
-        HostCommunicator c = HostCommunicator.create(rv, o);
-        synchronized (made) {
-          made.add(c);
-        }
-        return c;
-      }));
-    }
-    try {
-      for (boolean concurrent : new boolean[] {true, false}) {
+    // the GPU's schedule first, on fresh channels (it builds them itself), then the host's
+    for (boolean concurrent : new boolean[] {false, true}) {
+      PairDirectory pairs = PairDirectory.fresh(dir);
+      List<PointToPoint> p2p = new ArrayList<>();
+      List<AbstractCommunicator> made = new ArrayList<>();
+      for (int r = 0; r < n; r++) {
+        p2p.add(new PointToPoint(r, n, o.timeout(), pairs, rv -> {
+          HostCommunicator c = HostCommunicator.create(rv, o);
+          synchronized (made) {
+            made.add(c);
+          }
+          return c;
+        }));
+      }
+      try {
         List<Object> res = RankGroup.runCatching(n, 120, r -> {
           List<BatchSendRecv.Transfer> ops = new ArrayList<>();
           double[][] got = new double[n][];
@@ -52,15 +53,15 @@ class PointToPointOrderTest {
             ops.add(r % 2 == 0 ? send : recv);
             ops.add(r % 2 == 0 ? recv : send);
           }
-          p2p.get(r).runBatch(ops, concurrent);
+          p2p.get(r).runBatch(ops, concurrent, o.timeout());
           for (int q = 0; q < n; q++) if (q != r) assertArrayEquals(new double[] {q, r, q * 100 + r, -1}, got[q], "rank " + r + " from " + q);
           return "ok";
         });
         for (Object x : res) if (x instanceof RuntimeException e) throw e;
+      } finally {
+        p2p.forEach(PointToPoint::close);
+        made.forEach(AbstractCommunicator::close);
       }
-    } finally {
-      p2p.forEach(PointToPoint::close);
-      made.forEach(AbstractCommunicator::close);
     }
   }
 }

@@ -118,6 +118,7 @@ public final class SparkCommsNative {
   public static native int sc_comm_connect(sc_comm comm, @Const Pointer all_ranks_blobs, @Cast("size_t") long blob_len);
   public static native int sc_comm_abort(sc_comm comm);
   public static native int sc_comm_check(sc_comm comm);
+  public static native int sc_comm_set_timeout(sc_comm comm, double seconds);
   public static native int sc_comm_destroy(sc_comm comm);
   public static native int sc_comm_set_option(sc_comm comm, @Cast("const char*") String key, long value);
   public static native int sc_comm_get_option(sc_comm comm, @Cast("const char*") String key, long[] value);

@@ -79,6 +79,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
     this.ownStream = stream;
     this.stream = stream;
     this.vendor = vendor;
+    this.callTimeout = o.timeout();
     this.composed = new GpuComposed(planner(), o, rank, size, device);
   }
 
@@ -151,7 +152,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
       Native.check(rec, "sc_event_record (" + err + ")");
     }
     String name = c.kind().apiName();
-    EventWork w = new EventWork(ev, name, options.timeout().multipliedBy(2), done -> completed(done, name, v));
+    EventWork w = new EventWork(ev, name, callTimeout.multipliedBy(2), done -> completed(done, name, v));
     if (v) lastAllToAllV = w;
     synchronized (pending) {
       pending.removeIf(EventWork::poll);  // housekeeping: a failure stays with its own Work
@@ -329,6 +330,16 @@ public final class GpuCommunicator extends AbstractCommunicator {
   /** Enqueues a device-side busy wait (benchmarks: the host queues work behind it). */
   public void delayStream(double microseconds) {
     Native.check(SparkCommsNative.sc_stream_delay(stream, microseconds), "sc_stream_delay");
+  }
+
+  /** The timeout of the kernels launched now: the communicator's, or the running call's own. */
+  private volatile Duration callTimeout;
+
+  /** Kernels take the bound at launch (sc_comm_set_timeout): calls queued before keep theirs. */
+  @Override protected void useCallTimeout(Duration t) {
+    Duration d = t == null ? options.timeout() : t;
+    Native.check(SparkCommsNative.sc_comm_set_timeout(comm, d.toNanos() / 1e9), "sc_comm_set_timeout");
+    callTimeout = d;
   }
 
   /** Point-to-point transfers run on the channels' streams: this stream's earlier work finishes first. */

@@ -34,6 +34,7 @@ import java.nio.file.Paths;
  */
 public final class HostCommunicator extends AbstractCommunicator {
   private final ShmSegment seg;
+  private final ShmSignals signals;
   private final DdaCollectives dda;
   private final LpCollectives lp;
   private final HostAllToAllV allToAllV;
@@ -49,7 +50,8 @@ public final class HostCommunicator extends AbstractCommunicator {
     this.segmentDir = dir;
     this.seg = seg;
     this.wake = wake;
-    ShmContext x = new ShmContext(seg, new ShmSignals(seg, rank, o.timeout(), watched, wake), rank, size);
+    this.signals = new ShmSignals(seg, rank, o.timeout(), watched, wake);
+    ShmContext x = new ShmContext(seg, signals, rank, size);
     HostReducer reducer = new HostReducer();
     this.dda = new DdaCollectives(x, reducer);
     this.lp = new LpCollectives(x, reducer, new BlockQuantizer(Thresholds.fp8Format(o), Thresholds.lpBlockSize(o)),
@@ -88,9 +90,10 @@ public final class HostCommunicator extends AbstractCommunicator {
       }
     }
     try {
-      // "pid start pid-namespace\n" + rank 0's segment path (or its error) + "\n" + rank 0's pair directory
+      // "pid start pid-namespace\n"; rank 0 adds its pair directory + "\n" + its segment path (or its
+      // error, which may span lines: it comes last)
       String mine = me.pid() + " " + me.startMillis() + " " + me.pidNamespace() + "\n"
-          + (r != 0 ? "" : (seg != null ? "OK " + seg.path() : "ERR " + err) + "\n" + PairDirectory.fresh(dir).encode());
+          + (r != 0 ? "" : PairDirectory.fresh(dir).encode() + "\n" + (seg != null ? "OK " + seg.path() : "ERR " + err));
       byte[][] all = rv.allGather(mine.getBytes(StandardCharsets.UTF_8), o.timeout());
       ProcessId[] ids = new ProcessId[n];
       String rank0 = null;
@@ -103,9 +106,9 @@ public final class HostCommunicator extends AbstractCommunicator {
           if (id.length != 3) throw new IllegalArgumentException("process id");
           ids[p] = new ProcessId(Long.parseLong(id[0]), Long.parseLong(id[1]), Long.parseLong(id[2]));
           if (p == 0) {
-            rank0 = parts[1];
+            pairs = PairDirectory.decode(parts[1]);
+            rank0 = parts[2];
             if (!rank0.startsWith("OK ") && !rank0.startsWith("ERR ")) throw new IllegalArgumentException("segment");
-            pairs = PairDirectory.decode(parts[2]);
           }
         } catch (RuntimeException e) {
           throw new CommException("rank " + p + " sent an unreadable greeting (another sparkcomms version?): '"
@@ -165,6 +168,8 @@ public final class HostCommunicator extends AbstractCommunicator {
       if (r == 0 && seg != null) seg.unlink();
     }
   }
+
+  @Override protected void useCallTimeout(java.time.Duration t) { signals.useTimeout(t); }
 
   @Override protected HostCommunicator createChild(Rendezvous rv) { return create(rv, options, segmentDir); }
 

@@ -75,7 +75,9 @@ final class ShmSignals {
   private final ShmSegment seg;
   private final int rank;
   private final int ranks;
-  private final long timeoutNanos;
+  /** The bound of every wait: the communicator's timeout, or the running call's own ({@link #useTimeout}). */
+  private volatile long timeoutNanos;
+  private final long commTimeoutNanos;
   private final ProcessId[] watched;  // by rank; null: not judged (this process, or not visible here)
   private final ShmWake wake;         // null: no wake channel, waits park
   /** More ranks than this process may run at once: a spinning wait yields its core instead. */
@@ -89,10 +91,15 @@ final class ShmSignals {
     this.rank = rank;
     this.ranks = seg.ranks();
     this.timeoutNanos = timeout.toNanos();
+    this.commTimeoutNanos = timeoutNanos;
     this.watched = watched.clone();
     this.wake = wake;
     this.oversubscribed = ranks > Runtime.getRuntime().availableProcessors();
   }
+
+  /** Bounds the waits of the calls from now on by {@code t} (null: the communicator's timeout again). */
+  void useTimeout(java.time.Duration t) { timeoutNanos = t == null ? commTimeoutNanos : t.toNanos(); }
+
 
   long epoch() { return epoch; }
 

@@ -14,7 +14,8 @@ import java.util.regex.Pattern;
 
 /**
  * Where two ranks of a communicator meet to build their point-to-point channel, without a collective
- * of the whole communicator: the directory {@code base/sparkcomms-p2p-ID-LO-HI}, which the lower rank
+ * of the whole communicator: a directory {@code base/sparkcomms-p2p-H}, H a digest of an ID and the
+ * pair LO, HI ({@link #of}), which the lower rank
  * of the pair creates (mode 0700) when it first needs the channel and the higher rank waits for. Rank 0
  * draws the ID (128 random bits) and names the base when the communicator is created (the host
  * backend: the segment's directory, which every rank maps from; the GPU backend: rank 0's temporary
@@ -45,7 +46,13 @@ public final class PairDirectory {
   public static PairDirectory fresh(Path base) {
     byte[] b = new byte[16];
     new SecureRandom().nextBytes(b);
-    return new PairDirectory(HexFormat.of().formatHex(b), base.toAbsolutePath().normalize());
+    Path real;
+    try {
+      real = base.toRealPath();  // a base reached through a link (/dev/shm -> /run/shm) is named by its target
+    } catch (IOException e) {
+      real = base.toAbsolutePath().normalize();  // baseProblem says why when a channel is built
+    }
+    return new PairDirectory(HexFormat.of().formatHex(b), real);
   }
 
   /** One line of text: "p2p ID BASE". */
@@ -64,10 +71,19 @@ public final class PairDirectory {
     return new PairDirectory(id, base);
   }
 
-  /** The directory of the pair {@code lo < hi}. */
+  /**
+   * The directory of the pair {@code lo < hi}: its name is a digest of the ID and the pair, so one
+   * pair's name (visible to anyone who can list the base) tells nothing of the other pairs' names.
+   */
   public Path of(int lo, int hi) {
     if (lo < 0 || hi <= lo) throw new IllegalArgumentException("pair " + lo + ", " + hi);
-    return base.resolve("sparkcomms-p2p-" + id + "-" + lo + "-" + hi);
+    try {
+      byte[] d = java.security.MessageDigest.getInstance("SHA-256")
+          .digest((id + ":" + lo + ":" + hi).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      return base.resolve("sparkcomms-p2p-" + HexFormat.of().formatHex(d, 0, 16));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is missing from this Java runtime", e);
+    }
   }
 
   /** Why the base directory may not hold pair directories (completing "the base ... is refused: "), or null. */
@@ -99,5 +115,5 @@ public final class PairDirectory {
   /** Whether the pair's directory exists (the higher rank's poll; {@link FileRendezvous} checks it before use). */
   public boolean exists(int lo, int hi) { return Files.isDirectory(of(lo, hi), LinkOption.NOFOLLOW_LINKS); }
 
-  @Override public String toString() { return base + "/sparkcomms-p2p-" + id.substring(0, 6) + "..."; }
+  @Override public String toString() { return base + "/sparkcomms-p2p-..."; }
 }

@@ -126,6 +126,8 @@ final class DeviceStagedCommunicator implements Communicator {
       }
     });
   }
+  /** Not staged: the GPU communicator's own view (device tensors). */
+  @Override public Communicator withOptions(io.sparkcomms.collectives.CallOptions o) { return g.withOptions(o); }
   @Override public Communicator split(int[] ranks) { return g.split(ranks); }
   @Override public Communicator split(int color, int key) { return g.split(color, key); }
   @Override public void barrier() { g.barrier(); }

@@ -110,6 +110,7 @@ public final class GpuSuiteMain {
         host.runPointToPoint(new int[] {1, 1023, 70_001});
         fails.addAll(host.failures());
         fails.addAll(p2pMismatch(rv, device));
+        fails.addAll(callTimeouts(rv, device));
         int rank = comms.get(Algorithm.FLAT).rank();
         System.out.println("rank " + rank + ": point-to-point on device tensors: " + dev.checkedCalls() + " checked, on host tensors: "
             + host.checkedCalls() + " checked; " + fails.size() + " failures" + (fails.isEmpty() ? "" : "\n  " + String.join("\n  ", fails)));
@@ -135,6 +136,7 @@ public final class GpuSuiteMain {
       p2pHost.runPointToPoint(new int[] {1, 1023, 70_001});
       fails.addAll(p2pHost.failures());
       fails.addAll(p2pMismatch(rv, device));
+      fails.addAll(callTimeouts(rv, device));
       fails.addAll(composedMismatch(rv, device));
       fails.addAll(splits(((DeviceStagedCommunicator) comms.get(Algorithm.FLAT)).gpu()));
       int rank = comms.get(Algorithm.FLAT).rank();
@@ -269,10 +271,53 @@ public final class GpuSuiteMain {
   }
 
   /**
+   * Per-call timeouts on the GPU kernels (sc_comm_set_timeout): with a communicator timeout of 1 s, an
+   * allReduce made with a 120 s call timeout outlasts rank 1 arriving 3 s late; with a communicator
+   * timeout of 120 s, rank 0's allReduce with a 0.5 s call timeout fails with CommTimeoutException
+   * naming 0.5 s while rank 1 is 3 s late (rank 1's late call then fails too, at once or at its own
+   * timeout). A fresh communicator per case (a timeout leaves one unusable).
+   */
+  static List<String> callTimeouts(java.util.function.Supplier<Rendezvous> rv, int device) {
+    List<String> fails = new ArrayList<>();
+    for (int k = 0; k < 2; k++) {
+      boolean longer = k == 0;
+      CommOptions o = CommOptions.fromEnvironment().toBuilder().backend(CommOptions.Backend.GPU).vendor(false)
+          .stagingBytes(8 << 20).timeout(Duration.ofSeconds(longer ? 1 : 120)).build();
+      try (GpuCommunicator g = GpuCommunicator.create(rv.get(), o, device);
+           DeviceBuffer buf = DeviceBuffer.allocate(DataType.FLOAT32, 1024, device)) {
+        int me = g.rank(), n = g.size();
+        Duration call = longer ? Duration.ofSeconds(120) : Duration.ofMillis(500);
+        float[] x = new float[1024];
+        java.util.Arrays.fill(x, me + 1);
+        buf.view().copyFrom(HostTensor.of(x));
+        if (me == 1) Thread.sleep(3000);
+        try {
+          g.withOptions(io.sparkcomms.collectives.CallOptions.timeout(call)).allReduce(buf.view(), ReduceOp.SUM);
+          buf.view().copyTo(HostTensor.of(x));
+          if (!longer && me == 0) fails.add("call timeout: rank 0's allReduce with a 0.5 s call timeout returned although rank 1 was 3 s late");
+          if (longer && x[0] != n * (n + 1) / 2f) fails.add("call timeout: the allReduce gave " + x[0] + " on rank " + me);
+        } catch (io.sparkcomms.collectives.CommTimeoutException e) {
+          if (longer) fails.add("call timeout: a 120 s call timeout did not outlast a 3 s late peer on rank " + me + ": " + e.getMessage());
+          else if (me == 0 && !e.getMessage().contains("0.5 s")) fails.add("call timeout: rank 0's timeout does not name 0.5 s: " + e.getMessage());
+          else System.out.println("rank " + me + ": 0.5 s call timeout: " + e.getMessage());
+        } catch (RuntimeException e) {
+          if (longer || me == 0) fails.add("call timeout: rank " + me + " raised " + e);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        fails.add("call timeout: interrupted");
+      } catch (RuntimeException e) {
+        fails.add("call timeout: " + e);
+      }
+    }
+    return fails;
+  }
+
+  /**
    * Transfers that do not match, between ranks 0 and 1 (the others make none): a recv of another
    * count, then two senders, on fresh communicators (a mismatch leaves a GPU channel unusable): both
-   * ranks raise {@link CommMismatchException}; a matching transfer on the same parent afterwards (to
-   * another peer where there is one) still works.
+   * ranks raise {@link CommMismatchException}; the parent (whose own calls the channel's failure does
+   * not touch) then passes a barrier and an allReduce on every rank.
    */
   static List<String> p2pMismatch(java.util.function.Supplier<Rendezvous> rv, int device) {
     List<String> fails = new ArrayList<>();

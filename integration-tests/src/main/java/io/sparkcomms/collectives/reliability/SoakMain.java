@@ -367,6 +367,7 @@ public final class SoakMain {
     @Override public Work sendAsync(Tensor t, int peer) { return c.sendAsync(t, peer); }
     @Override public Work recvAsync(Tensor t, int peer) { return c.recvAsync(t, peer); }
     @Override public io.sparkcomms.collectives.BatchSendRecv batch() { return c.batch(); }
+    @Override public Communicator withOptions(io.sparkcomms.collectives.CallOptions o) { return c.withOptions(o); }
     @Override public Communicator split(int[] ranks) { return c.split(ranks); }
     @Override public Communicator split(int color, int key) { return c.split(color, key); }
     @Override public void barrier() { c.barrierAsync().waitFor(); }
