@@ -253,7 +253,9 @@ final class BenchLauncher {
       case ALL_GATHER: case GATHER: return "the output, n times a rank's input";
       case REDUCE_SCATTER: case SCATTER: return "the input, n times a rank's output";
       case ALL_TO_ALL: return "a rank's input (and output), n slices";
-      default: return "the total of the per-rank counts (rank r's share proportional to r+1)";
+      case BATCH: return "what a rank sends to rank+1 (and receives from rank-1)";
+      case ALL_GATHER_V: case REDUCE_SCATTER_V: return "the total of the per-rank counts (rank r's share proportional to r+1)";
+      default: throw new IllegalArgumentException(cfg.collectiveName());
     }
   }
 

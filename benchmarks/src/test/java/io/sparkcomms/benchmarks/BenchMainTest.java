@@ -131,7 +131,8 @@ class BenchMainTest {
       String diag = String.join(" ", extra) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
       assertEquals(0, r.rc, diag);
       assertTrue(r.out.contains("# rows: " + sizes.length + ", wrong elements: 0 "), diag);
-      if (extra[1].endsWith("v")) {
+      if (extra[1].equals("sendrecv")) assertTrue(r.out.contains("# size: what a rank sends to rank+1"), diag);
+      if (extra[1].equals("allgatherv") || extra[1].equals("reducescatterv")) {
         // 8 bytes of float32 at 2 ranks: shares 1/3 and 2/3 of 2 elements
         assertTrue(r.out.contains("per-rank counts: rank r's share of the total proportional to r+1 (-h), 8: [0, 2]"), diag);
       }
