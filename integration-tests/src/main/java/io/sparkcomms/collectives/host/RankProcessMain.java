@@ -17,7 +17,8 @@ import java.util.Map;
 /**
  * One rank in its own JVM, for the multi-process tests. Args: dir rank size mode seed timeoutMs.
  * Modes: {@code matrix} (the full checked matrix), {@code loop} (allReduce forever, printing READY
- * after the first — the parent kills a rank), {@code exit-after-one} (one allReduce, then halt).
+ * after the first — the parent kills a rank), {@code batch-loop} (the same with batches of a send to
+ * rank+1 and a receive from rank-1), {@code exit-after-one} (one allReduce, then halt).
  * Exit 0 on success; prints the exception class and message on failure and exits 3.
  */
 public final class RankProcessMain {
@@ -57,6 +58,15 @@ public final class RankProcessMain {
         comms.put(Algorithm.AUTO, c);
         float[] x = new float[1 << 16];
         c.allReduce(HostTensor.of(x), ReduceOp.SUM);
+        if (mode.equals("batch-loop")) {
+          // batches forever: each rank sends to rank+1 and receives from rank-1 (channels built by the first)
+          int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+          float[] got = new float[x.length];
+          c.batch().send(HostTensor.of(x), right).recv(HostTensor.of(got), left).issue().waitFor();
+          System.out.println("READY");
+          System.out.flush();
+          for (long i = 0; ; i++) c.batch().send(HostTensor.of(x), right).recv(HostTensor.of(got), left).issue().waitFor();
+        }
         System.out.println("READY");
         System.out.flush();
         if (mode.equals("exit-after-one") && rank == size - 1) Runtime.getRuntime().halt(0);

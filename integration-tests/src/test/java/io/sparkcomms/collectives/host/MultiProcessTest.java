@@ -119,6 +119,33 @@ class MultiProcessTest {
     }
   }
 
+  /**
+   * A rank killed while its peers are in batches with it (send to rank+1, receive from rank-1, over
+   * point-to-point channels): both peers' batches fail with CommAbortedException naming the dead
+   * process, noticed by the channels' liveness checks, within the timeout.
+   */
+  @Test
+  void killedRankFailsItsPeersBatches() throws Exception {
+    int n = 3;
+    long timeoutMs = 20_000;
+    List<CompletableFuture<Void>> ready = new ArrayList<>();
+    List<CompletableFuture<List<String>>> outs = new ArrayList<>();
+    for (int r = 0; r < n; r++) {
+      CompletableFuture<Void> rd = new CompletableFuture<>();
+      ready.add(rd);
+      outs.add(lines(start(r, n, "batch-loop", 1, timeoutMs), rd));
+    }
+    for (CompletableFuture<Void> rd : ready) rd.get(120, TimeUnit.SECONDS);
+    Thread.sleep(200);
+    procs.get(1).destroyForcibly(); // kill -9 in the middle of a stream of batches
+    for (int r : new int[] {0, 2}) {
+      assertTrue(procs.get(r).waitFor(timeoutMs + 10_000, TimeUnit.MILLISECONDS), "rank " + r + " hangs after a peer died");
+      String out = String.join("\n", outs.get(r).get());
+      assertEquals(3, procs.get(r).exitValue(), out);
+      assertTrue(out.contains("CommAbortedException") && out.contains("(pid " + procs.get(1).pid() + ") exited during"), out);
+    }
+  }
+
   /** allToAllV with skewed counts, ranks in separate processes ({@link AllToAllVProcessMain}). */
   @ParameterizedTest(name = "allToAllV, {0} processes")
   @ValueSource(ints = {2, 4})
