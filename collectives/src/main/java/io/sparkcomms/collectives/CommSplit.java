@@ -209,16 +209,7 @@ final class CommSplit {
   }
 
   /** FNV-1a over the list, in order (the order is the child ranks'). */
-  private static long fingerprint(int[] ranks) {
-    long h = 0xcbf29ce484222325L;
-    for (int r : ranks) {
-      for (int b = 0; b < 4; b++) {
-        h ^= (r >>> (8 * b)) & 0xff;
-        h *= 0x100000001b3L;
-      }
-    }
-    return h;
-  }
+  private static long fingerprint(int[] ranks) { return Fnv.of(java.util.Arrays.stream(ranks).asLongStream().toArray(), 4); }
 
   private static void removeDirectory(Path dir) {
     try (Stream<Path> s = Files.list(dir)) {

@@ -73,13 +73,7 @@ public final class PerRankCounts {
    * compares it across ranks; the GPU backend compares every count as well.
    */
   public long fingerprint() {
-    long h = 0xcbf29ce484222325L;
-    for (long c : counts) {
-      for (int b = 0; b < 8; b++) {
-        h ^= (c >>> (8 * b)) & 0xff;
-        h *= 0x100000001b3L;
-      }
-    }
+    long h = Fnv.of(counts, 8);
     h ^= h >>> 33;
     h *= 0xff51afd7ed558ccdL;
     h ^= h >>> 33;
