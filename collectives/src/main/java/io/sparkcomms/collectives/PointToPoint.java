@@ -252,6 +252,9 @@ final class PointToPoint {
     } catch (io.sparkcomms.collectives.rendezvous.RendezvousException e) {
       throw new CommTimeoutException("rank " + rank + " could not build " + pair + ": " + e.getMessage()
           + " (does rank " + peer + " make the matching send or recv?)", e);
+    } catch (IllegalArgumentException e) {
+      // FileRendezvous refused the directory (not this user's, a link, writable by others)
+      throw new CommException("rank " + rank + " cannot build " + pair + ": " + e.getMessage(), e);
     } finally {
       if (ch != null) ch.close();
       if (dir != null) remove(dir);
