@@ -257,8 +257,11 @@ public abstract class AbstractCommunicator implements Communicator {
   /** A transfer of a communicator that a peer (or this rank) aborted raises, as its collectives do. */
   private void refuseTransferIfAborted() {
     p2p.refuseIfAborted();  // this rank's own abort, with its reason
-    if (isAborted()) throw new CommAbortedException("rank " + rank + ": the communicator is aborted (a rank aborted it, or a call failed)");
+    if (isAborted()) throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason());
   }
+
+  /** Why the communicator aborted, as far as this rank knows (for messages). */
+  protected String abortReason() { return "a rank aborted it, or a call failed"; }
 
   /** The protocol of the last call that completed on this communicator, or null. */
   final Protocol lastProtocol() { return lastProtocol; }

@@ -190,6 +190,8 @@ public final class HostCommunicator extends AbstractCommunicator {
 
   @Override public boolean isAborted() { return aborted || (!isClosed() && seg.isAborted()); }
 
+  @Override protected String abortReason() { return isClosed() ? super.abortReason() : seg.abortReason(); }
+
   @Override protected void release() {
     seg.markDetached(rank); // peers still waiting for this rank fail now instead of at their timeout
     if (wake != null) {
