@@ -41,6 +41,11 @@ public abstract class AbstractCommunicator implements Communicator {
   private volatile boolean closed;
   private ExecutorService asyncExecutor;          // created on first async call
   private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
+  /**
+   * When the async calls queued so far must have finished (System.nanoTime), each bounded by its own
+   * timeout after the ones ahead of it: what Work.waitFor and close wait for at most (under callLock).
+   */
+  private long asyncDeadline = System.nanoTime();
   private final CallObserver observer;
   private final NanCheck nanCheck;
   private final PointToPoint p2p;
@@ -148,7 +153,9 @@ public abstract class AbstractCommunicator implements Communicator {
   private void runP2P(BatchSendRecv.Transfer op) {
     PlannedCall p = planP2P(op);
     Duration t = callTimeout();
-    run(p, () -> {
+    // the channels take t themselves: this communicator's own bound stays as it is (on the GPU another
+    // thread may be launching stream-ordered calls with it)
+    runUnwrapped(p, () -> {
       refuseTransferIfAborted();
       settle();
       return p2p.run(op, t);
@@ -158,7 +165,7 @@ public abstract class AbstractCommunicator implements Communicator {
   private Work submitP2P(BatchSendRecv.Transfer op) {
     PlannedCall p = planP2P(op);
     Duration t = callTimeout();
-    return submit(p, () -> {
+    return submitUnwrapped(p, () -> {
       refuseTransferIfAborted();
       settle();
       return p2p.run(op, t);
@@ -177,7 +184,7 @@ public abstract class AbstractCommunicator implements Communicator {
     if (ops.isEmpty()) return Work.completed();
     PlannedCall batch = new PlannedCall(Collective.BATCH, null, null, null, -1, null, count, Algorithm.FLAT, bytes, null, null, null);
     Duration t = callTimeout();
-    return submit(batch, () -> {
+    return submitUnwrapped(batch, () -> {
       refuseTransferIfAborted();
       settle();
       // a stream-ordered (GPU) backend runs the peers one after the other: see PointToPoint
@@ -351,8 +358,10 @@ public abstract class AbstractCommunicator implements Communicator {
 
   private void run(PlannedCall p) { run(p, () -> execute(p)); }
 
-  private void run(PlannedCall p, java.util.function.Supplier<Protocol> body) {
-    java.util.function.Supplier<Protocol> withTimeout = withCallTimeout(body);
+  private void run(PlannedCall p, java.util.function.Supplier<Protocol> body) { runUnwrapped(p, withCallTimeout(body)); }
+
+  /** Runs {@code withTimeout} as the call (it applies the call's own timeout itself, if it needs one). */
+  private void runUnwrapped(PlannedCall p, java.util.function.Supplier<Protocol> withTimeout) {
     enter(p);
     try {
       synchronized (callLock) {
@@ -402,8 +411,10 @@ public abstract class AbstractCommunicator implements Communicator {
   private Work submit(PlannedCall p) { return submit(p, () -> execute(p)); }
 
   /** {@code body} runs the call: {@link #execute} for a collective, the channels for a transfer (never enqueued). */
-  private Work submit(PlannedCall p, java.util.function.Supplier<Protocol> body) {
-    java.util.function.Supplier<Protocol> withTimeout = withCallTimeout(body);
+  private Work submit(PlannedCall p, java.util.function.Supplier<Protocol> body) { return submitUnwrapped(p, withCallTimeout(body)); }
+
+  /** Submits {@code withTimeout} as the call (it applies the call's own timeout itself, if it needs one). */
+  private Work submitUnwrapped(PlannedCall p, java.util.function.Supplier<Protocol> withTimeout) {
     enter(p);
     try {
       return submitLocked(p, withTimeout, callTimeout());
@@ -450,7 +461,9 @@ public abstract class AbstractCommunicator implements Communicator {
         throw e;
       }
       lastAsync = f;
-      return new FutureWork(f, timeout);
+      // this call may wait behind the ones ahead of it: its bound starts when they must have ended
+      asyncDeadline = Math.max(asyncDeadline, System.nanoTime()) + timeout.multipliedBy(4).plusSeconds(10).toNanos();
+      return new FutureWork(f, asyncDeadline);
     }
   }
 
@@ -479,7 +492,8 @@ public abstract class AbstractCommunicator implements Communicator {
       if (asyncExecutor != null) {
         asyncExecutor.shutdown();
         try {
-          if (!asyncExecutor.awaitTermination(options.timeout().toMillis() * 4 + 10_000, TimeUnit.MILLISECONDS)) {
+          long wait = Math.max(asyncDeadline - System.nanoTime(), options.timeout().multipliedBy(4).plusSeconds(10).toNanos());
+          if (!asyncExecutor.awaitTermination(wait, TimeUnit.NANOSECONDS)) {
             // A call is still running: abort it and leave the memory to the garbage collector rather
             // than free it under the running call.
             abort("closed while a collective was still running");
@@ -511,19 +525,21 @@ public abstract class AbstractCommunicator implements Communicator {
   /** {@link Work} over a future. */
   private static final class FutureWork implements Work {
     private final CompletableFuture<Void> f;
-    private final Duration bound;
+    /** System.nanoTime by which the call must have ended: every wait inside it, and in the calls queued ahead of it, is bounded. */
+    private final long deadline;
 
-    FutureWork(CompletableFuture<Void> f, Duration commTimeout) {
+    FutureWork(CompletableFuture<Void> f, long deadline) {
       this.f = f;
-      this.bound = commTimeout;
+      this.deadline = deadline;
     }
 
     @Override public boolean isCompleted() { return f.isDone(); }
 
     @Override public void waitFor() {
-      // Every wait inside the backend is bounded by the timeout; allow for queued calls ahead of this one.
-      if (!waitFor(bound.multipliedBy(4).plusSeconds(10))) {
-        throw new CommTimeoutException("async collective did not finish within " + bound.multipliedBy(4).plusSeconds(10));
+      Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+      if (!waitFor(left)) {
+        throw new CommTimeoutException("async collective did not finish by its deadline (its timeout and the timeouts of the calls queued"
+            + " ahead of it, each four times plus 10 s)");
       }
     }
 

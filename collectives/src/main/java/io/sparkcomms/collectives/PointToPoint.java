@@ -245,7 +245,7 @@ final class PointToPoint {
         awaitDirectory(lo, hi, deadline, pair, t);
       }
       ch = create.apply(bounded(new FileRendezvous(pairs.of(lo, hi), rank == lo ? 0 : 1, 2), t));
-      ch.barrier();  // after it neither rank reads the directory again
+      (t.equals(timeout) ? ch : ch.withOptions(CallOptions.timeout(t))).barrier();  // after it neither rank reads the directory again
       AbstractCommunicator made = ch;
       ch = null;
       return made;

@@ -152,7 +152,10 @@ public final class GpuCommunicator extends AbstractCommunicator {
       Native.check(rec, "sc_event_record (" + err + ")");
     }
     String name = c.kind().apiName();
-    EventWork w = new EventWork(ev, name, callTimeout.multipliedBy(2), done -> completed(done, name, v));
+    // kernels run in stream order: this one's bound starts when the ones queued ahead must have ended
+    long now = System.nanoTime();
+    streamDeadline = Math.max(streamDeadline, now) + callTimeout.multipliedBy(2).toNanos();
+    EventWork w = new EventWork(ev, name, Duration.ofNanos(streamDeadline - now), done -> completed(done, name, v));
     if (v) lastAllToAllV = w;
     synchronized (pending) {
       pending.removeIf(EventWork::poll);  // housekeeping: a failure stays with its own Work
@@ -334,11 +337,13 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   /** The timeout of the kernels launched now: the communicator's, or the running call's own. */
   private volatile Duration callTimeout;
+  /** When the kernels enqueued so far must have ended (System.nanoTime), each bounded by its own timeout. */
+  private long streamDeadline = System.nanoTime();
 
   /** Kernels take the bound at launch (sc_comm_set_timeout): calls queued before keep theirs. */
   @Override protected void useCallTimeout(Duration t) {
     Duration d = t == null ? options.timeout() : t;
-    Native.check(SparkCommsNative.sc_comm_set_timeout(comm, d.toNanos() / 1e9), "sc_comm_set_timeout");
+    Native.check(SparkCommsNative.sc_comm_set_timeout(comm, GpuSetup.nativeSeconds(d)), "sc_comm_set_timeout");
     callTimeout = d;
   }
 

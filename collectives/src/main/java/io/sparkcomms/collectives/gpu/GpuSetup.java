@@ -71,7 +71,7 @@ final class GpuSetup {
       if (err == null) {
         sc_comm c = new sc_comm();
         long staging = o.stagingBytes() == CommOptions.BACKEND_DEFAULT ? 0 : o.stagingBytes();
-        err = Native.failure(SparkCommsNative.sc_comm_create(r, n, device, staging, t.toMillis() / 1000.0, c), "sc_comm_create");
+        err = Native.failure(SparkCommsNative.sc_comm_create(r, n, device, staging, nativeSeconds(t), c), "sc_comm_create");
         if (err == null) comm = c;
       }
       if (err == null) err = configure(comm, o);
@@ -134,6 +134,15 @@ final class GpuSetup {
       if (stream != null) SparkCommsNative.sc_stream_destroy(stream);
       throw e;
     }
+  }
+
+  /**
+   * A timeout as the native library takes it (seconds, in (0, 1e7]; sc_comm_set_timeout refuses more):
+   * the communicator's at creation, and again when a call's own timeout is undone.
+   */
+  static double nativeSeconds(Duration t) {
+    double s = t.compareTo(Duration.ofSeconds(10_000_000)) >= 0 ? 1e7 : t.toNanos() / 1e9;
+    return s > 0 ? s : 1e-6;
   }
 
   /**
