@@ -30,6 +30,9 @@ class FaultInjectionTest {
     c.trials = trials;
     c.timeoutMs = timeoutMs;
     c.slackMs = slackMs;
+    // the communicator built after the fault proves the survivors can go on, not how fast: a long
+    // timeout, so that a loaded machine (3 test suites on 2 cores) does not fail its creation
+    c.recoveryTimeoutMs = 30_000;
     c.maxElems = 1 << 14;
     c.progress = System.out;
     return c;
