@@ -94,26 +94,44 @@ class MultiProcessTest {
     }
   }
 
-  @Test
-  void killedRankMakesTheOthersFailWithinTheTimeout() throws Exception {
-    int n = 3;
-    long timeoutMs = 20_000;
+  /** Starts {@code n} ranks in {@code mode} and waits until each printed READY; returns their output lines. */
+  private List<CompletableFuture<List<String>>> startReady(int n, String mode, long timeoutMs, long readySeconds) throws Exception {
     List<CompletableFuture<Void>> ready = new ArrayList<>();
     List<CompletableFuture<List<String>>> outs = new ArrayList<>();
     for (int r = 0; r < n; r++) {
       CompletableFuture<Void> rd = new CompletableFuture<>();
       ready.add(rd);
-      outs.add(lines(start(r, n, "loop", 1, timeoutMs), rd));
+      outs.add(lines(start(r, n, mode, 1, timeoutMs), rd));
     }
-    for (CompletableFuture<Void> rd : ready) rd.get(60, TimeUnit.SECONDS);
-    assertTrue(ShmProbe.segments(segmentDir).isEmpty(),
-        "segment file must be unlinked once all ranks mapped it: " + ShmProbe.segments(segmentDir));
+    for (CompletableFuture<Void> rd : ready) rd.get(readySeconds, TimeUnit.SECONDS);
+    return outs;
+  }
+
+  /**
+   * Kills rank 1 (kill -9) and asserts that ranks 0 and 2 exit with the failure status within the
+   * timeout plus 10 s; returns their outputs, rank 0's first.
+   */
+  private List<String> killRank1(List<CompletableFuture<List<String>>> outs, long timeoutMs) throws Exception {
     Thread.sleep(200);
-    procs.get(1).destroyForcibly(); // kill -9 in the middle of a stream of allReduces
+    procs.get(1).destroyForcibly();
+    List<String> survivors = new ArrayList<>();
     for (int r : new int[] {0, 2}) {
       assertTrue(procs.get(r).waitFor(timeoutMs + 10_000, TimeUnit.MILLISECONDS), "rank " + r + " hangs after a peer died");
       String out = String.join("\n", outs.get(r).get());
       assertEquals(3, procs.get(r).exitValue(), out);
+      survivors.add(out);
+    }
+    return survivors;
+  }
+
+  @Test
+  void killedRankMakesTheOthersFailWithinTheTimeout() throws Exception {
+    long timeoutMs = 20_000;
+    List<CompletableFuture<List<String>>> outs = startReady(3, "loop", timeoutMs, 60);
+    assertTrue(ShmProbe.segments(segmentDir).isEmpty(),
+        "segment file must be unlinked once all ranks mapped it: " + ShmProbe.segments(segmentDir));
+    // kill -9 in the middle of a stream of allReduces
+    for (String out : killRank1(outs, timeoutMs)) {
       // noticed through the liveness check (pid + start time), not the timeout
       assertTrue(out.contains("CommAbortedException") && out.contains("rank 1 (pid " + procs.get(1).pid() + ") exited during"), out);
     }
@@ -126,22 +144,10 @@ class MultiProcessTest {
    */
   @Test
   void killedRankFailsItsPeersBatches() throws Exception {
-    int n = 3;
     long timeoutMs = 20_000;
-    List<CompletableFuture<Void>> ready = new ArrayList<>();
-    List<CompletableFuture<List<String>>> outs = new ArrayList<>();
-    for (int r = 0; r < n; r++) {
-      CompletableFuture<Void> rd = new CompletableFuture<>();
-      ready.add(rd);
-      outs.add(lines(start(r, n, "batch-loop", 1, timeoutMs), rd));
-    }
-    for (CompletableFuture<Void> rd : ready) rd.get(120, TimeUnit.SECONDS);
-    Thread.sleep(200);
-    procs.get(1).destroyForcibly(); // kill -9 in the middle of a stream of batches
-    for (int r : new int[] {0, 2}) {
-      assertTrue(procs.get(r).waitFor(timeoutMs + 10_000, TimeUnit.MILLISECONDS), "rank " + r + " hangs after a peer died");
-      String out = String.join("\n", outs.get(r).get());
-      assertEquals(3, procs.get(r).exitValue(), out);
+    List<CompletableFuture<List<String>>> outs = startReady(3, "batch-loop", timeoutMs, 120);
+    // kill -9 in the middle of a stream of batches
+    for (String out : killRank1(outs, timeoutMs)) {
       assertTrue(out.contains("CommAbortedException") && out.contains("(pid " + procs.get(1).pid() + ") exited during"), out);
     }
   }
