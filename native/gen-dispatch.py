@@ -70,7 +70,7 @@ for ret, name, args in funcs:
                 f"sc_debug_* test hooks (build it with SC_DEBUG_HOOKS=1)\"); sc_hook_error_pending = 1; return SC_ERR_UNSUPPORTED; }} "
                 f"return {call};")
     elif ret == "int":
-        body = f"if (!sc_fp_{name}) return {'0' if name in ('sc_vendor_available', 'sc_vendor_unique_id_size') else 'SC_ERR_NO_DEVICE'}; return {call};"
+        body = f"if (!sc_fp_{name}) return {'0' if name in ('sc_vendor_available', 'sc_vendor_unique_id_size', 'sc_blas_available') else 'SC_ERR_NO_DEVICE'}; return {call};"
     elif ret == "size_t":
         body = f"if (!sc_fp_{name}) return 0; return {call};"
     elif ret == "const char*":
@@ -98,6 +98,7 @@ def jtype(ctype, name, is_ret=False):
         "void *": "Pointer", "const void *": "@Const Pointer",
         "void * *": "@Cast(\"void**\") @ByPtrPtr Pointer",
         "sc_comm_t": "sc_comm", "sc_comm_t *": "@ByPtrPtr sc_comm",
+        "sc_blas_t": "sc_blas", "sc_blas_t *": "@ByPtrPtr sc_blas",
         "const char *": '@Cast("const char*") String',
     }
     if t not in table:
@@ -136,6 +137,12 @@ j("  /** Opaque communicator handle ({@code sc_comm_t}). */")
 j("  @Opaque public static class sc_comm extends Pointer {")
 j("    public sc_comm() { super((Pointer) null); }")
 j("    public sc_comm(Pointer p) { super(p); }")
+j("  }")
+j("")
+j("  /** Opaque dense-math (vendor BLAS) handle ({@code sc_blas_t}). */")
+j("  @Opaque public static class sc_blas extends Pointer {")
+j("    public sc_blas() { super((Pointer) null); }")
+j("    public sc_blas(Pointer p) { super(p); }")
 j("  }")
 j("")
 j("  /** Loads the GPU library at {@code path}; 0 on success, else 1 and {@link #sc_dispatch_error()}. */")

@@ -13,12 +13,14 @@
 #include "device/dda_collectives.cuh"
 #include "device/dda_alltoallv.cuh"
 #include "device/lp_collectives.cuh"
+#include "device/dense_math.cuh"
 
 #include "runtime.cu"  // devices, memory, streams, events, graphs
 #include "vendor.cu"   // NCCL / RCCL: dlopen, vendor communicator, teardown, VENDOR collectives
 #include "comm.cu"     // create / export / connect / options / abort / destroy
 #include "enqueue.cu"  // argument checks, the protocol policy (sc_plan), DDA dispatch
 #include "lp.cu"       // low-precision collectives and the FP8 codec
+#include "math.cu"     // dense math: vendor BLAS (dlopen) and element-wise kernels
 #if SC_DEBUG_HOOKS
 #include "debug.cu"    // sc_debug_* test hooks
 #endif

@@ -74,6 +74,16 @@ static int (*sc_fp_sc_quantize)(const void* src, size_t count, int dtype, int fp
 static int (*sc_fp_sc_dequantize)(const void* src, size_t count, int fp8_format, int block_size, void* dst, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_fp8_encode)(const void* src_f32, size_t count, int fp8_format, void* dst_codes, void* stream) = 0;
 static int (*sc_fp_sc_fp8_decode)(const void* src_codes, size_t count, int fp8_format, void* dst_f32, void* stream) = 0;
+static int (*sc_fp_sc_blas_available)(void) = 0;
+static int (*sc_fp_sc_blas_create)(void* stream, sc_blas_t* out) = 0;
+static int (*sc_fp_sc_blas_destroy)(sc_blas_t blas) = 0;
+static int (*sc_fp_sc_blas_sgemm)(sc_blas_t blas, int trans_a, int trans_b, int m, int n, int k, float alpha, const void* a, int lda, const void* b, int ldb, float beta, void* c, int ldc) = 0;
+static int (*sc_fp_sc_blas_saxpy)(sc_blas_t blas, int n, float alpha, const void* x, void* y) = 0;
+static int (*sc_fp_sc_blas_sscal)(sc_blas_t blas, int n, float alpha, void* x) = 0;
+static int (*sc_fp_sc_math_bias_activation)(void* y, const void* bias, int rows, int cols, int act, void* stream) = 0;
+static int (*sc_fp_sc_math_activation_backward)(void* grad, const void* out, int n, int act, void* stream) = 0;
+static int (*sc_fp_sc_math_column_sums)(const void* x, int rows, int cols, float alpha, void* out, void* stream) = 0;
+static int (*sc_fp_sc_math_sigmoid_xent)(const void* logits, const void* labels, int n, void* grad, void* loss, void* stream) = 0;
 static int (*sc_fp_sc_vendor_available)(void) = 0;
 static int (*sc_fp_sc_vendor_version)(int* version) = 0;
 static int (*sc_fp_sc_vendor_unique_id_size)(void) = 0;
@@ -211,6 +221,26 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_fp8_encode) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_fp8_encode (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_fp8_decode) = dlsym(h, "sc_fp8_decode");
   if (!sc_fp_sc_fp8_decode) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_fp8_decode (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_blas_available) = dlsym(h, "sc_blas_available");
+  if (!sc_fp_sc_blas_available) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_blas_available (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_blas_create) = dlsym(h, "sc_blas_create");
+  if (!sc_fp_sc_blas_create) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_blas_create (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_blas_destroy) = dlsym(h, "sc_blas_destroy");
+  if (!sc_fp_sc_blas_destroy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_blas_destroy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_blas_sgemm) = dlsym(h, "sc_blas_sgemm");
+  if (!sc_fp_sc_blas_sgemm) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_blas_sgemm (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_blas_saxpy) = dlsym(h, "sc_blas_saxpy");
+  if (!sc_fp_sc_blas_saxpy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_blas_saxpy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_blas_sscal) = dlsym(h, "sc_blas_sscal");
+  if (!sc_fp_sc_blas_sscal) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_blas_sscal (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_math_bias_activation) = dlsym(h, "sc_math_bias_activation");
+  if (!sc_fp_sc_math_bias_activation) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_math_bias_activation (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_math_activation_backward) = dlsym(h, "sc_math_activation_backward");
+  if (!sc_fp_sc_math_activation_backward) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_math_activation_backward (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_math_column_sums) = dlsym(h, "sc_math_column_sums");
+  if (!sc_fp_sc_math_column_sums) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_math_column_sums (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_math_sigmoid_xent) = dlsym(h, "sc_math_sigmoid_xent");
+  if (!sc_fp_sc_math_sigmoid_xent) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_math_sigmoid_xent (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_vendor_available) = dlsym(h, "sc_vendor_available");
   if (!sc_fp_sc_vendor_available) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_available (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_vendor_version) = dlsym(h, "sc_vendor_version");
@@ -297,6 +327,16 @@ int sc_quantize(const void* src, size_t count, int dtype, int fp8_format, int bl
 int sc_dequantize(const void* src, size_t count, int fp8_format, int block_size, void* dst, int dtype, void* stream) { if (!sc_fp_sc_dequantize) return SC_ERR_NO_DEVICE; return sc_fp_sc_dequantize(src, count, fp8_format, block_size, dst, dtype, stream); }
 int sc_fp8_encode(const void* src_f32, size_t count, int fp8_format, void* dst_codes, void* stream) { if (!sc_fp_sc_fp8_encode) return SC_ERR_NO_DEVICE; return sc_fp_sc_fp8_encode(src_f32, count, fp8_format, dst_codes, stream); }
 int sc_fp8_decode(const void* src_codes, size_t count, int fp8_format, void* dst_f32, void* stream) { if (!sc_fp_sc_fp8_decode) return SC_ERR_NO_DEVICE; return sc_fp_sc_fp8_decode(src_codes, count, fp8_format, dst_f32, stream); }
+int sc_blas_available(void) { if (!sc_fp_sc_blas_available) return 0; return sc_fp_sc_blas_available(); }
+int sc_blas_create(void* stream, sc_blas_t* out) { if (!sc_fp_sc_blas_create) return SC_ERR_NO_DEVICE; return sc_fp_sc_blas_create(stream, out); }
+int sc_blas_destroy(sc_blas_t blas) { if (!sc_fp_sc_blas_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_blas_destroy(blas); }
+int sc_blas_sgemm(sc_blas_t blas, int trans_a, int trans_b, int m, int n, int k, float alpha, const void* a, int lda, const void* b, int ldb, float beta, void* c, int ldc) { if (!sc_fp_sc_blas_sgemm) return SC_ERR_NO_DEVICE; return sc_fp_sc_blas_sgemm(blas, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); }
+int sc_blas_saxpy(sc_blas_t blas, int n, float alpha, const void* x, void* y) { if (!sc_fp_sc_blas_saxpy) return SC_ERR_NO_DEVICE; return sc_fp_sc_blas_saxpy(blas, n, alpha, x, y); }
+int sc_blas_sscal(sc_blas_t blas, int n, float alpha, void* x) { if (!sc_fp_sc_blas_sscal) return SC_ERR_NO_DEVICE; return sc_fp_sc_blas_sscal(blas, n, alpha, x); }
+int sc_math_bias_activation(void* y, const void* bias, int rows, int cols, int act, void* stream) { if (!sc_fp_sc_math_bias_activation) return SC_ERR_NO_DEVICE; return sc_fp_sc_math_bias_activation(y, bias, rows, cols, act, stream); }
+int sc_math_activation_backward(void* grad, const void* out, int n, int act, void* stream) { if (!sc_fp_sc_math_activation_backward) return SC_ERR_NO_DEVICE; return sc_fp_sc_math_activation_backward(grad, out, n, act, stream); }
+int sc_math_column_sums(const void* x, int rows, int cols, float alpha, void* out, void* stream) { if (!sc_fp_sc_math_column_sums) return SC_ERR_NO_DEVICE; return sc_fp_sc_math_column_sums(x, rows, cols, alpha, out, stream); }
+int sc_math_sigmoid_xent(const void* logits, const void* labels, int n, void* grad, void* loss, void* stream) { if (!sc_fp_sc_math_sigmoid_xent) return SC_ERR_NO_DEVICE; return sc_fp_sc_math_sigmoid_xent(logits, labels, n, grad, loss, stream); }
 int sc_vendor_available(void) { if (!sc_fp_sc_vendor_available) return 0; return sc_fp_sc_vendor_available(); }
 int sc_vendor_version(int* version) { if (!sc_fp_sc_vendor_version) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_version(version); }
 int sc_vendor_unique_id_size(void) { if (!sc_fp_sc_vendor_unique_id_size) return 0; return sc_fp_sc_vendor_unique_id_size(); }

@@ -38,7 +38,7 @@ extern "C" {
 #define SC_ERR_TIMEOUT 4     /* a device-side wait timed out (a peer did not arrive) */
 #define SC_ERR_ABORTED 5     /* the communicator was aborted */
 #define SC_ERR_PEER 6        /* peer memory could not be opened or failed the read/write check */
-#define SC_ERR_VENDOR 7      /* NCCL/RCCL missing or failed */
+#define SC_ERR_VENDOR 7      /* a vendor library (NCCL/RCCL, cuBLAS/hipBLAS) missing or failed */
 #define SC_ERR_STATE 8       /* call not valid in the communicator's state (not connected, in error) */
 #define SC_ERR_NO_DEVICE 9   /* no GPU, or the GPU runtime is unusable */
 #define SC_ERR_MISMATCH 10   /* the ranks made different calls (collective, type, op, count, root, protocol) */
@@ -271,6 +271,39 @@ SC_API int sc_dequantize(const void* src, size_t count, int fp8_format, int bloc
 /* Raw scalar codec, no scaling: codes[i] = encode(float src[i]); out[i] = decode(codes[i]). */
 SC_API int sc_fp8_encode(const void* src_f32, size_t count, int fp8_format, void* dst_codes, void* stream);
 SC_API int sc_fp8_decode(const void* src_codes, size_t count, int fp8_format, void* dst_f32, void* stream);
+
+/* ---- dense float32 math on the device, for the models around the collectives ----
+ * GEMM, AXPY and SCAL through the vendor BLAS (cuBLAS on CUDA, hipBLAS on HIP), loaded with dlopen on
+ * first use like the collective library ($SPARKCOMMS_BLAS_LIB names another file), so this library
+ * links against neither; and element-wise kernels of this library for what BLAS lacks. Everything is
+ * asynchronous on the handle's (or the given) stream. Sizes are ints, as in BLAS: a negative size,
+ * or a null buffer where there are elements, is SC_ERR_INVALID_ARG. */
+typedef struct sc_blas* sc_blas_t;
+SC_API int sc_blas_available(void); /* 1 if the BLAS library loads, else 0 (reason in sc_last_error) */
+/* A BLAS handle on the current device whose calls run on `stream`; SC_ERR_VENDOR when no BLAS library loads. */
+SC_API int sc_blas_create(void* stream, sc_blas_t* out);
+SC_API int sc_blas_destroy(sc_blas_t blas);
+/* Column-major as in BLAS: C (m x n) = alpha op(A) op(B) + beta C, op(X) = X (trans 0) or X^T (trans 1),
+ * in FP32 (the library's default math mode: no reduced-precision tensor-core mode). */
+SC_API int sc_blas_sgemm(sc_blas_t blas, int trans_a, int trans_b, int m, int n, int k, float alpha, const void* a,
+                  int lda, const void* b, int ldb, float beta, void* c, int ldc);
+SC_API int sc_blas_saxpy(sc_blas_t blas, int n, float alpha, const void* x, void* y); /* y += alpha x */
+SC_API int sc_blas_sscal(sc_blas_t blas, int n, float alpha, void* x);                /* x *= alpha */
+/* activations (numbers = Java Activation.ordinal()) */
+#define SC_ACT_IDENTITY 0
+#define SC_ACT_RELU 1
+#define SC_ACT_TANH 2
+#define SC_ACT_SIGMOID 3
+/* Row-major y (rows x cols, float32): y[r][c] = act(y[r][c] + bias[c]); bias NULL: no bias. */
+SC_API int sc_math_bias_activation(void* y, const void* bias, int rows, int cols, int act, void* stream);
+/* grad[i] *= act'(x_i), through the activation's output out[i] = act(x_i) (relu: out > 0, tanh: 1 - out^2,
+ * sigmoid: out (1 - out)). */
+SC_API int sc_math_activation_backward(void* grad, const void* out, int n, int act, void* stream);
+/* out[c] = alpha * (sum of x[r][c] over r, added in row order): a bias gradient. */
+SC_API int sc_math_column_sums(const void* x, int rows, int cols, float alpha, void* out, void* stream);
+/* Binary cross-entropy of logits z against labels y (n > 0 elements): grad[i] = (sigmoid(z_i) - y_i) / n and
+ * loss[0] = the mean of log(1 + e^z_i) - y_i z_i (computed without overflow); one block, a fixed order of sums. */
+SC_API int sc_math_sigmoid_xent(const void* logits, const void* labels, int n, void* grad, void* loss, void* stream);
 
 /* ---- vendor library (NCCL on CUDA, RCCL on HIP), loaded with dlopen ---- */
 SC_API int sc_vendor_available(void);              /* 1 if loadable, else 0 (reason in sc_last_error) */

@@ -71,11 +71,21 @@ public final class SparkCommsNative {
   public static final int SC_A2AV_SEND_RANGE = 3;
   public static final int SC_A2AV_RECV_OFFSETS = 4;
   public static final int SC_A2AV_MISMATCH = 5;
+  public static final int SC_ACT_IDENTITY = 0;
+  public static final int SC_ACT_RELU = 1;
+  public static final int SC_ACT_TANH = 2;
+  public static final int SC_ACT_SIGMOID = 3;
 
   /** Opaque communicator handle ({@code sc_comm_t}). */
   @Opaque public static class sc_comm extends Pointer {
     public sc_comm() { super((Pointer) null); }
     public sc_comm(Pointer p) { super(p); }
+  }
+
+  /** Opaque dense-math (vendor BLAS) handle ({@code sc_blas_t}). */
+  @Opaque public static class sc_blas extends Pointer {
+    public sc_blas() { super((Pointer) null); }
+    public sc_blas(Pointer p) { super(p); }
   }
 
   /** Loads the GPU library at {@code path}; 0 on success, else 1 and {@link #sc_dispatch_error()}. */
@@ -145,6 +155,16 @@ public final class SparkCommsNative {
   public static native int sc_dequantize(@Const Pointer src, @Cast("size_t") long count, int fp8_format, int block_size, Pointer dst, int dtype, Pointer stream);
   public static native int sc_fp8_encode(@Const Pointer src_f32, @Cast("size_t") long count, int fp8_format, Pointer dst_codes, Pointer stream);
   public static native int sc_fp8_decode(@Const Pointer src_codes, @Cast("size_t") long count, int fp8_format, Pointer dst_f32, Pointer stream);
+  public static native int sc_blas_available();
+  public static native int sc_blas_create(Pointer stream, @ByPtrPtr sc_blas out);
+  public static native int sc_blas_destroy(sc_blas blas);
+  public static native int sc_blas_sgemm(sc_blas blas, int trans_a, int trans_b, int m, int n, int k, float alpha, @Const Pointer a, int lda, @Const Pointer b, int ldb, float beta, Pointer c, int ldc);
+  public static native int sc_blas_saxpy(sc_blas blas, int n, float alpha, @Const Pointer x, Pointer y);
+  public static native int sc_blas_sscal(sc_blas blas, int n, float alpha, Pointer x);
+  public static native int sc_math_bias_activation(Pointer y, @Const Pointer bias, int rows, int cols, int act, Pointer stream);
+  public static native int sc_math_activation_backward(Pointer grad, @Const Pointer out, int n, int act, Pointer stream);
+  public static native int sc_math_column_sums(@Const Pointer x, int rows, int cols, float alpha, Pointer out, Pointer stream);
+  public static native int sc_math_sigmoid_xent(@Const Pointer logits, @Const Pointer labels, int n, Pointer grad, Pointer loss, Pointer stream);
   public static native int sc_vendor_available();
   public static native int sc_vendor_version(int[] version);
   public static native int sc_vendor_unique_id_size();

@@ -109,6 +109,14 @@ public final class GpuCommunicator extends AbstractCommunicator {
     return v[0];
   }
 
+  private final java.util.concurrent.atomic.AtomicLong stagedCalls = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * Calls (and parts of composed calls) so far whose tensors were host memory, each copied through
+   * pinned staging to the device and back: 0 for a job whose tensors never leave the GPU.
+   */
+  public long hostStagedCalls() { return stagedCalls.get(); }
+
   /** Runs later calls on the caller's stream ({@code cudaStream_t} / {@code hipStream_t}); 0 = the communicator's own. */
   public synchronized void useStream(long streamAddress) {
     stream = streamAddress == 0 ? ownStream : new AddressPointer(streamAddress);
@@ -217,6 +225,7 @@ public final class GpuCommunicator extends AbstractCommunicator {
 
   /** A host-tensor call: staged through pinned memory, synchronous. */
   private Protocol executeStaged(PlannedCall c, Pointer s) {
+    stagedCalls.incrementAndGet();
     if (c.kind() == Collective.ALL_TO_ALL_V) finishPreviousAllToAllV();
     Protocol[] ran = new Protocol[1];
     refuseIfBroken(c, s);
