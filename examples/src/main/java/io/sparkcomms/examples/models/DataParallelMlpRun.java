@@ -16,7 +16,7 @@ import java.util.Random;
  * @param widths input width, hidden widths..., 1
  */
 public record DataParallelMlpRun(int[] widths, Activation hidden, int batch, int epochs, float learningRate, float momentum,
-    long seed) {
+    long seed) implements java.io.Serializable {
   /** Losses of every step in order, the final parameters, the most any step transferred, and the time in steps. */
   public record Result(float[] stepLosses, float[] params, Transfers worstStep, long stepNanos, int steps) {
     /** Whether every step made exactly one transfer: its loss (4 bytes) down. */
@@ -70,6 +70,20 @@ public record DataParallelMlpRun(int[] widths, Activation hidden, int batch, int
       }
     }
     return new Result(losses, model.parameters(), worst, nanos, epochs * steps);
+  }
+
+  /**
+   * Mean time of one step without the collective ({@code comm} null), on a batch of zeros after
+   * {@code warmup} untimed steps: the compute-and-transfer part of a step, to set beside a step's
+   * full time (the rest is the gradients' allReduce).
+   */
+  public long computeNanosPerStep(DenseMath math, int warmup, int steps) {
+    MlpClassifierTraining t = new MlpClassifierTraining(math, widths, hidden, MlpClassifierTraining.randomParameters(widths, seed), batch);
+    Matrix x = math.zeros(batch, widths[0]), y = math.zeros(batch, 1);
+    for (int i = 0; i < warmup; i++) t.step(null, x, y, learningRate, momentum);
+    long t0 = System.nanoTime();
+    for (int i = 0; i < steps; i++) t.step(null, x, y, learningRate, momentum);
+    return (System.nanoTime() - t0) / Math.max(1, steps);
   }
 
   /**
