@@ -18,6 +18,9 @@ public final class DenseLayer implements Serializable {
   public enum Activation {
     IDENTITY, RELU, TANH, SIGMOID;
 
+    /** The same activation of the dense math ({@link io.sparkcomms.collectives.math.Activation}). */
+    public io.sparkcomms.collectives.math.Activation math() { return io.sparkcomms.collectives.math.Activation.valueOf(name()); }
+
     /** The activation of one pre-activation value (float32 result). */
     public float apply(float x) {
       switch (this) {

@@ -3,6 +3,7 @@ package io.sparkcomms.spark.dataset;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.math.DenseMath;
 import io.sparkcomms.spark.BarrierComms;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -47,8 +48,13 @@ import org.apache.spark.sql.types.StructType;
  *   <li>{@code COLUMNS}: a rank holds a slice of the input columns of W and computes a partial
  *       product of the whole output, combined by allReduce SUM, then bias and activation.</li>
  *   <li>{@code ALTERNATING} (Megatron-style, default): ROWS, COLUMNS, ROWS, ...: a COLUMNS layer
- *       consumes the previous ROWS layer's slice directly, so two layers cost one allReduce.</li>
+ *       consumes the previous ROWS layer's slice directly, so two layers cost one allReduce; a last
+ *       ROWS layer ends with an allGather of the slices. It runs on the communicator's dense math
+ *       ({@link DenseShards}): with the GPU backend the weights, the step's rows and every
+ *       activation stay in GPU memory (GEMMs in the vendor BLAS, partial outputs reduced on the
+ *       device); a step's host transfers are its rows up and its outputs down.</li>
  * </ul>
+ * ROWS and COLUMNS run on the host, their messages staged to the GPU backend when it is the one.
  * Messages are {@code g * batchSize * width} floats: for small batches, the decode-size path the
  * flat one-shot algorithm is for. Output rows keep their partition and order. The model travels to
  * the executors as a Spark broadcast.
@@ -161,8 +167,9 @@ public final class TensorParallelInference implements Serializable {
    * own barrier stage: every rank of {@code group} calls it, as many times as its peers, each time
    * with its own rows (any number, none included), and gets the outputs of those rows, in order.
    * The model is split over the group's ranks as {@link #transform} splits it, and the batches of
-   * {@link #batchSize(int)} rows per rank are shared by the group; the shards are built on the first
-   * call for a (group rank, group size, split) in this JVM and kept. Collective over {@code group}
+   * {@link #batchSize(int)} rows per rank are shared by the group; ALTERNATING shards are built
+   * (on a GPU: uploaded) on every call, the host shards of ROWS and COLUMNS on the first call for a
+   * (group rank, group size, split) in this JVM and kept. Collective over {@code group}
    * only: the task's other communicators (the stage's, for one) may be used between calls.
    *
    * @param group this rank's group, for example a child of the stage's communicator
@@ -181,7 +188,8 @@ public final class TensorParallelInference implements Serializable {
       float[] x = features.get(i);
       if (x == null || x.length != in) problem = "row " + i + " has " + (x == null ? "no" : x.length) + " features, the model takes " + in;
     }
-    return forwardRows(group, shardsFor(group.rank(), group.size()), features, batchSize, problem);
+    Sharded net = split == Split.ALTERNATING ? null : shardsFor(group.rank(), group.size());
+    return forwardRows(group, layers, net, features, batchSize, problem);
   }
 
   private synchronized Sharded shardsFor(int rank, int ranks) {
@@ -226,8 +234,8 @@ public final class TensorParallelInference implements Serializable {
       feats.add(x);
     }
     Communicator group = group(comm, g);
-    Sharded net = new Sharded(model, split, group.rank(), group.size());
-    List<float[]> ys = forwardRows(group, net, feats, b, problem);
+    Sharded net = split == Split.ALTERNATING ? null : new Sharded(model, split, group.rank(), group.size());
+    List<float[]> ys = forwardRows(group, model, net, feats, b, problem);
     List<Row> result = new ArrayList<>(rows.size());
     for (int k = 0; k < rows.size(); k++) {
       Row r = rows.get(k);
@@ -244,7 +252,8 @@ public final class TensorParallelInference implements Serializable {
    * and on whether any rank's input is bad ({@code problem}, this rank's, or null) in one allReduce
    * MAX, so a bad row fails every rank of the group before any layer runs.
    */
-  private static List<float[]> forwardRows(Communicator group, Sharded net, List<float[]> feats, int b, String problem) {
+  private static List<float[]> forwardRows(Communicator group, List<DenseLayer> layers, Sharded net, List<float[]> feats, int b,
+      String problem) {
     long[] agree = {feats.size(), problem == null ? 0 : group.rank() + 1};
     group.allReduce(HostTensor.of(agree), ReduceOp.MAX);
     if (problem != null) throw new IllegalArgumentException(problem);
@@ -253,6 +262,7 @@ public final class TensorParallelInference implements Serializable {
           + " has a row whose features do not fit the model (that rank's error says which)");
     }
     int steps = (int) ((agree[0] + b - 1) / b);
+    if (net == null) return forwardDense(group, layers, feats, b, steps);
     int ranks = group.size();
     int in = net.inputs();
     int outW = net.outputs();
@@ -270,6 +280,34 @@ public final class TensorParallelInference implements Serializable {
         float[] o = new float[outW];
         System.arraycopy(y, (group.rank() * b + k) * outW, o, 0, outW);
         result.add(o);
+      }
+    }
+    return result;
+  }
+
+  /**
+   * The ALTERNATING split on the group's dense math ({@link DenseMath#forCommunicator}): on a GPU
+   * communicator the shards, the step's rows and every activation stay in GPU memory, reduced there;
+   * a step's host transfers are its rows up and its outputs down. On the host the same code, with
+   * the same float32 sums in the same order as {@link Sharded}.
+   */
+  private static List<float[]> forwardDense(Communicator group, List<DenseLayer> layers, List<float[]> feats, int b, int steps) {
+    int in = layers.get(0).in, outW = layers.get(layers.size() - 1).out;
+    List<float[]> result = new ArrayList<>(feats.size());
+    try (DenseMath math = DenseMath.forCommunicator(group)) {
+      DenseShards net = new DenseShards(math, layers, group.rank(), group.size(), b);
+      float[] local = new float[b * in];
+      for (int step = 0; step < steps; step++) {
+        int from = step * b;
+        int valid = Math.max(0, Math.min(b, feats.size() - from));
+        java.util.Arrays.fill(local, 0f);
+        for (int k = 0; k < valid; k++) System.arraycopy(feats.get(from + k), 0, local, k * in, in);
+        float[] y = net.step(group, local);
+        for (int k = 0; k < valid; k++) {
+          float[] o = new float[outW];
+          System.arraycopy(y, (group.rank() * b + k) * outW, o, 0, outW);
+          result.add(o);
+        }
       }
     }
     return result;

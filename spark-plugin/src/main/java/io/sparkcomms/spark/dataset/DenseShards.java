@@ -1,18 +1,19 @@
-package io.sparkcomms.examples.models;
+package io.sparkcomms.spark.dataset;
 
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.math.Activation;
 import io.sparkcomms.collectives.math.DenseMath;
 import io.sparkcomms.collectives.math.Matrix;
-import io.sparkcomms.spark.dataset.DenseLayer;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * One rank's shards of an {@link MlpModel} split Megatron-style over a tensor-parallel group, and the
- * split forward pass, in one {@link DenseMath}'s memory (on a GPU: weights, activations and partial
- * outputs stay on the device, reduced there). Layers alternate: an even layer is split by output rows
+ * One rank's shards of a network of {@link DenseLayer}s split Megatron-style over a tensor-parallel
+ * group, and the split forward pass, in one {@link DenseMath}'s memory (on a GPU: weights,
+ * activations and partial outputs stay on the device, reduced there): what
+ * {@link TensorParallelInference} runs for {@link TensorParallelInference.Split#ALTERNATING}. No
+ * Spark class is involved, so code without Spark can run it too. Layers alternate: an even layer is split by output rows
  * (each rank computes its slice of the outputs from the whole input), the odd layer after it by input
  * columns (each rank multiplies the slice it holds, and one allReduce SUM adds the partial products),
  * so two layers cost one allReduce. A model whose last layer is a row-split one ends with an
@@ -22,7 +23,7 @@ import java.util.List;
  * weights (so every rank's matrices and the allGather blocks have one shape); a padded output
  * column is never read as a result, and the column-split layer after it has zero weights for it.
  */
-public final class MlpShards {
+public final class DenseShards {
   private final DenseMath math;
   private final int rank;
   private final int ranks;
@@ -38,17 +39,17 @@ public final class MlpShards {
   /**
    * @param batch rows per rank per step: the group's step runs {@code ranks * batch} rows
    */
-  public MlpShards(DenseMath math, MlpModel model, int rank, int ranks, int batch) {
+  public DenseShards(DenseMath math, List<DenseLayer> ls, int rank, int ranks, int batch) {
     if (ranks < 1 || rank < 0 || rank >= ranks) throw new IllegalArgumentException("rank " + rank + " of " + ranks);
     if (batch < 1) throw new IllegalArgumentException("batch must be >= 1, got " + batch);
     this.math = math;
     this.rank = rank;
     this.ranks = ranks;
     this.rowsPerStep = ranks * batch;
-    List<DenseLayer> ls = model.layers();
+    if (ls.isEmpty()) throw new IllegalArgumentException("a network needs at least one layer");
     for (int i = 0; i < ls.size(); i++) {
       DenseLayer l = ls.get(i);
-      Activation act = Activation.valueOf(l.activation().name());
+      Activation act = l.activation().math();
       float[] wf = l.weights(), bf = l.bias();
       int in = l.inputs(), out = l.outputs();
       if (i % 2 == 0) {                                   // by output rows: rows [lo, hi) of W, padded to `width` rows
@@ -66,9 +67,9 @@ public final class MlpShards {
             math.zeros(rowsPerStep, out)));
       }
     }
-    outputs = model.outputs();
-    local = math.zeros(batch, model.inputs());
-    input = math.zeros(rowsPerStep, model.inputs());
+    outputs = ls.get(ls.size() - 1).outputs();
+    local = math.zeros(batch, ls.get(0).inputs());
+    input = math.zeros(rowsPerStep, ls.get(0).inputs());
     Shard last = shards.get(shards.size() - 1);
     gathered = last.rowSplit() ? math.zeros(ranks * rowsPerStep, last.width()) : null;
   }
