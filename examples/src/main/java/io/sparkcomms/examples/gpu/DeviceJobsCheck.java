@@ -8,7 +8,7 @@ import io.sparkcomms.collectives.math.Activation;
 import io.sparkcomms.collectives.math.DeviceMath;
 import io.sparkcomms.collectives.math.HostMath;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
-import io.sparkcomms.examples.models.DataParallelMlpRun;
+import io.sparkcomms.spark.dataset.DenseClassifierRun;
 import io.sparkcomms.examples.models.MlpModel;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import io.sparkcomms.spark.dataset.DenseLayer;
@@ -82,7 +82,7 @@ public final class DeviceJobsCheck {
     }
     report(rank, "device math against float64", fails.isEmpty(), String.join("; ", fails));
 
-    float[][] all = DataParallelMlpRun.syntheticRows(ROWS, WIDTHS[0], 99);
+    float[][] all = DenseClassifierRun.syntheticRows(ROWS, WIDTHS[0], 99);
     int mine = 0;
     for (int i = rank; i < ROWS; i += n) mine++;
     float[] x = new float[mine * WIDTHS[0]], y = new float[mine];
@@ -91,8 +91,8 @@ public final class DeviceJobsCheck {
       y[k] = all[i][WIDTHS[0]];
     }
     int steps = (ROWS / n + BATCH) / BATCH;     // the same on every rank: ceil of the largest partition
-    DataParallelMlpRun job = new DataParallelMlpRun(WIDTHS, Activation.RELU, BATCH, EPOCHS, 0.2f, 0.9f, 5);
-    DataParallelMlpRun.Result onGpu, onCpu;
+    DenseClassifierRun job = new DenseClassifierRun(WIDTHS, Activation.RELU, BATCH, EPOCHS, 0.2f, 0.9f, 5);
+    DenseClassifierRun.Result onGpu, onCpu;
     long staged;
     try (Communicator c = Comms.create(new FileRendezvous(Files.createDirectories(dir.resolve("gpu-train")), rank, n), gpu, device);
          DeviceMath m = DeviceMath.on((GpuCommunicator) c)) {

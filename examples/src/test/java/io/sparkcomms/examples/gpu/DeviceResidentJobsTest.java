@@ -14,8 +14,8 @@ import io.sparkcomms.collectives.math.DeviceMath;
 import io.sparkcomms.collectives.math.HostMath;
 import io.sparkcomms.collectives.math.Matrix;
 import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
-import io.sparkcomms.examples.models.DataParallelMlpRun;
-import io.sparkcomms.examples.models.MlpClassifierTraining;
+import io.sparkcomms.spark.dataset.DenseClassifierRun;
+import io.sparkcomms.spark.dataset.DenseClassifier;
 import io.sparkcomms.examples.models.MlpModel;
 import io.sparkcomms.spark.dataset.DenseLayer;
 import java.time.Duration;
@@ -62,11 +62,11 @@ class DeviceResidentJobsTest {
     Random r = new Random(3);
     int b = 9;
     float[] x = rand(r, b * widths[0]), y = labels(r, b);
-    float[] p = MlpClassifierTraining.randomParameters(widths, 4);
+    float[] p = DenseClassifier.randomParameters(widths, 4);
     for (int i = 0; i < p.length; i++) p[i] += (r.nextFloat() - 0.5f) * 0.2f;   // biases away from 0 too
     for (Activation act : new Activation[] {Activation.TANH, Activation.SIGMOID, Activation.RELU}) {
       HostMath m = new HostMath();
-      MlpClassifierTraining t = new MlpClassifierTraining(m, widths, act, p, b);
+      DenseClassifier t = new DenseClassifier(m, widths, act, p, b);
       float loss = t.step(null, m.upload(x, b, widths[0]), m.upload(y, b, 1), 0f, 0f);
       assertEquals(lossOf(widths, act, p, x, y, b), loss, 1e-5, act.name());
       float[] g = m.download(t.gradients());
@@ -92,17 +92,17 @@ class DeviceResidentJobsTest {
       xs[i] = rand(r, b * widths[0]);
       ys[i] = labels(r, b);
     }
-    float[] init = MlpClassifierTraining.randomParameters(widths, 2);
+    float[] init = DenseClassifier.randomParameters(widths, 2);
     List<float[]> params = onRanks(ranks, (c, rank) -> {
       HostMath m = new HostMath();
-      MlpClassifierTraining t = new MlpClassifierTraining(m, widths, Activation.TANH, init, b);
+      DenseClassifier t = new DenseClassifier(m, widths, Activation.TANH, init, b);
       for (int s = 0; s < steps; s++) {
         t.step(c, m.upload(xs[s * ranks + rank], b, widths[0]), m.upload(ys[s * ranks + rank], b, 1), 0.3f, 0.5f);
       }
       return t.parameters();
     });
     HostMath m = new HostMath();
-    MlpClassifierTraining one = new MlpClassifierTraining(m, widths, Activation.TANH, init, ranks * b);
+    DenseClassifier one = new DenseClassifier(m, widths, Activation.TANH, init, ranks * b);
     for (int s = 0; s < steps; s++) {
       float[] x = new float[ranks * b * widths[0]], y = new float[ranks * b];
       for (int q = 0; q < ranks; q++) {
@@ -119,10 +119,10 @@ class DeviceResidentJobsTest {
 
   @Test void trainingLearnsAndEachStepMovesOnlyItsLoss() throws Exception {
     int[] widths = {DeviceJobsCheck.WIDTHS[0], 32, 1};
-    float[][] all = DataParallelMlpRun.syntheticRows(256, widths[0], 99);
-    DataParallelMlpRun job = new DataParallelMlpRun(widths, Activation.RELU, 16, 4, 0.2f, 0.9f, 5);
+    float[][] all = DenseClassifierRun.syntheticRows(256, widths[0], 99);
+    DenseClassifierRun job = new DenseClassifierRun(widths, Activation.RELU, 16, 4, 0.2f, 0.9f, 5);
     int ranks = 2;
-    List<DataParallelMlpRun.Result> out = onRanks(ranks, (c, rank) -> {
+    List<DenseClassifierRun.Result> out = onRanks(ranks, (c, rank) -> {
       int mine = 256 / ranks;
       float[] x = new float[mine * widths[0]], y = new float[mine];
       for (int i = rank, k = 0; i < 256; i += ranks, k++) {
@@ -131,7 +131,7 @@ class DeviceResidentJobsTest {
       }
       return job.run(c, new HostMath(), x, y, mine, mine / 16, rank);
     });
-    for (DataParallelMlpRun.Result res : out) {
+    for (DenseClassifierRun.Result res : out) {
       assertTrue(res.oneScalarPerStep(), res.worstStep().toString());
       float first = res.stepLosses()[0], last = res.stepLosses()[res.steps() - 1];
       assertTrue(last < 0.8 * first, "loss " + first + " -> " + last);
@@ -158,7 +158,7 @@ class DeviceResidentJobsTest {
     assertThrows(IllegalArgumentException.class, () -> m.axpy(1f, a, m.zeros(3, 3)));
     assertThrows(IllegalArgumentException.class, () -> m.biasActivation(a, m.zeros(1, 2), Activation.RELU));
     assertThrows(IllegalArgumentException.class, () -> a.view(4, 1, 3));
-    assertThrows(IllegalArgumentException.class, () -> new MlpClassifierTraining(m, new int[] {3, 2}, Activation.RELU, new float[8], 4));
+    assertThrows(IllegalArgumentException.class, () -> new DenseClassifier(m, new int[] {3, 2}, Activation.RELU, new float[8], 4));
   }
 
   // ------------------------------------------------------------------ helpers

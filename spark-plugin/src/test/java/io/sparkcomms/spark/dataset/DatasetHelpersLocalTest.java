@@ -206,6 +206,47 @@ class DatasetHelpersLocalTest {
     assertTrue(Reference.accuracy(r.params(), data) > 0.85);
   }
 
+  @Test void denseClassifierTrainerMatchesTheSameRanksOutsideSpark() throws Exception {
+    List<LabeledVector> data = Reference.logisticData(400, 6, 11);
+    DenseClassifierTrainer t = new DenseClassifierTrainer(6, 8).epochs(8).batchSize(16).learningRate(0.2).momentum(0.5).seed(3);
+    DenseTrainingResult r = t.fit(sc.parallelize(data, 4));
+    assertEquals("host", r.backend());
+    assertEquals("host", r.math());
+    assertTrue(r.lossOnlyPerStep(), r.worstStepTransfers());
+    assertEquals(7, r.stepsPerEpoch());                                    // ceil(100 / 16)
+    double[] loss = r.lossPerEpoch();
+    assertTrue(loss[7] < 0.7 * loss[0], Arrays.toString(loss));
+    // the same four ranks as threads with host communicators, on the same partitions
+    List<List<LabeledVector>> parts = split(data, 4);
+    io.sparkcomms.collectives.rendezvous.InJvmRendezvous.Group g = io.sparkcomms.collectives.rendezvous.InJvmRendezvous.group(4);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    try {
+      List<java.util.concurrent.Future<DenseTrainingResult>> fs = new ArrayList<>();
+      for (int q = 0; q < 4; q++) {
+        int rank = q;
+        fs.add(pool.submit(() -> {
+          try (io.sparkcomms.collectives.Communicator c = io.sparkcomms.collectives.Comms.create(g.member(rank),
+              io.sparkcomms.collectives.CommOptions.defaults().toBuilder().backend(io.sparkcomms.collectives.CommOptions.Backend.HOST).build())) {
+            return DenseClassifierTrainer.train(c, parts.get(rank).iterator(), t.run()).next();
+          }
+        }));
+      }
+      DenseTrainingResult direct = fs.get(0).get(120, java.util.concurrent.TimeUnit.SECONDS);
+      assertArrayEquals(direct.params(), r.params(), 0f);
+      assertArrayEquals(direct.stepLosses(), r.stepLosses(), 0f);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test void denseClassifierTrainerRefusesARowOfAnotherWidthOnEveryRank() {
+    List<LabeledVector> data = new ArrayList<>(Reference.logisticData(40, 6, 2));
+    data.set(25, new LabeledVector(new float[5], 1));
+    Exception e = assertThrows(Exception.class, () -> new DenseClassifierTrainer(6, 4).epochs(1).fit(sc.parallelize(data, 4)));
+    assertTrue(String.valueOf(e.getMessage()).contains("has 5 features, the model takes 6")
+        || String.valueOf(e.getMessage()).contains("cannot train on its partition"), e.getMessage());
+  }
+
   @Test void checkpointedRunResumesToTheSameParameters() {
     List<LabeledVector> data = Reference.logisticData(320, 5, 3);
     JavaRDD<LabeledVector> rdd = sc.parallelize(data, 4).cache();

@@ -1,4 +1,4 @@
-package io.sparkcomms.examples.models;
+package io.sparkcomms.spark.dataset;
 
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.math.Activation;
@@ -8,14 +8,14 @@ import io.sparkcomms.collectives.math.Transfers;
 import java.util.Random;
 
 /**
- * One rank's data-parallel training of {@link MlpClassifierTraining} on its rows, the same code on
+ * One rank's data-parallel training of {@link DenseClassifier} on its rows, the same code on
  * either math: the device-resident job on a GPU, its CPU run on the host. Each epoch the rank's rows
  * go up once, shuffled (seeded by epoch and rank) and wrapped to whole batches; the steps then run on
  * views of them, so a step's only host transfer is its loss (checked: {@link Result#worstStep}).
  *
  * @param widths input width, hidden widths..., 1
  */
-public record DataParallelMlpRun(int[] widths, Activation hidden, int batch, int epochs, float learningRate, float momentum,
+public record DenseClassifierRun(int[] widths, Activation hidden, int batch, int epochs, float learningRate, float momentum,
     long seed) implements java.io.Serializable {
   /** Losses of every step in order, the final parameters, the most any step transferred, and the time in steps. */
   public record Result(float[] stepLosses, float[] params, Transfers worstStep, long stepNanos, int steps) {
@@ -35,8 +35,8 @@ public record DataParallelMlpRun(int[] widths, Activation hidden, int batch, int
     int in = widths[0];
     if (x.length != (long) rows * in || y.length != rows) throw new IllegalArgumentException("data shape: " + x.length + ", " + y.length);
     if (rows < 1) throw new IllegalArgumentException("a rank needs at least one row");
-    float[] init = MlpClassifierTraining.randomParameters(widths, seed);
-    MlpClassifierTraining model = new MlpClassifierTraining(math, widths, hidden, init, batch);
+    float[] init = DenseClassifier.randomParameters(widths, seed);
+    DenseClassifier model = new DenseClassifier(math, widths, hidden, init, batch);
     int steps = stepsPerEpoch;
     Matrix ex = math.zeros(steps * batch, in), ey = math.zeros(steps * batch, 1);
     float[] hx = new float[steps * batch * in], hy = new float[steps * batch];
@@ -78,7 +78,7 @@ public record DataParallelMlpRun(int[] widths, Activation hidden, int batch, int
    * full time (the rest is the gradients' allReduce).
    */
   public long computeNanosPerStep(DenseMath math, int warmup, int steps) {
-    MlpClassifierTraining t = new MlpClassifierTraining(math, widths, hidden, MlpClassifierTraining.randomParameters(widths, seed), batch);
+    DenseClassifier t = new DenseClassifier(math, widths, hidden, DenseClassifier.randomParameters(widths, seed), batch);
     Matrix x = math.zeros(batch, widths[0]), y = math.zeros(batch, 1);
     for (int i = 0; i < warmup; i++) t.step(null, x, y, learningRate, momentum);
     long t0 = System.nanoTime();

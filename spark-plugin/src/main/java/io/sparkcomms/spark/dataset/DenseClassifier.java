@@ -1,4 +1,4 @@
-package io.sparkcomms.examples.models;
+package io.sparkcomms.spark.dataset;
 
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.ReduceOp;
@@ -23,7 +23,7 @@ import java.util.Random;
  * bias {@code [out]}; the gradient and the momentum buffers have the same layout, so each layer's
  * gradient is one contiguous tensor for its allReduce.
  */
-public final class MlpClassifierTraining implements AutoCloseable {
+public final class DenseClassifier implements AutoCloseable {
   private final DenseMath math;
   private final int[] widths;
   private final Activation hidden;
@@ -42,7 +42,7 @@ public final class MlpClassifierTraining implements AutoCloseable {
    * @param initial the parameters in the layout above ({@link #parameterCount}); see {@link #randomParameters}
    * @param batch rows per step
    */
-  public MlpClassifierTraining(DenseMath math, int[] widths, Activation hidden, float[] initial, int batch) {
+  public DenseClassifier(DenseMath math, int[] widths, Activation hidden, float[] initial, int batch) {
     if (widths.length < 2 || widths[widths.length - 1] != 1) {
       throw new IllegalArgumentException("widths must be input, hidden..., 1 (one logit), got " + java.util.Arrays.toString(widths));
     }
