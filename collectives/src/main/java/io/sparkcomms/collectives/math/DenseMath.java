@@ -73,6 +73,9 @@ public interface DenseMath extends AutoCloseable {
    */
   void sigmoidCrossEntropy(Matrix logits, Matrix labels, Matrix grad, Matrix loss);
 
+  /** A timeline of {@code points} points in this math's queue of work (close it when done). */
+  Timeline timeline(int points);
+
   /** Waits for all queued work. */
   void synchronize();
 

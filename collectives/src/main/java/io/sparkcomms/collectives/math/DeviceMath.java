@@ -178,6 +178,28 @@ public final class DeviceMath implements DenseMath {
     check(SparkCommsNative.sc_math_sigmoid_xent(ptr(z), ptr(y), (int) z.count(), ptr(g), ptr(l), stream), "sc_math_sigmoid_xent");
   }
 
+  /** Device events on this math's stream, created once and recorded again at each mark. */
+  @Override public synchronized Timeline timeline(int points) {
+    if (closed) throw new IllegalStateException("DeviceMath is closed");
+    Pointer[] ev = new Pointer[points];
+    for (int i = 0; i < points; i++) {
+      ev[i] = new Pointer((Pointer) null);
+      check(SparkCommsNative.sc_event_create(ev[i]), "sc_event_create");
+    }
+    return new Timeline() {
+      @Override public void mark(int i) { check(SparkCommsNative.sc_event_record(ev[i], stream), "sc_event_record"); }
+      @Override public double millis(int from, int to) {
+        check(SparkCommsNative.sc_event_synchronize(ev[to]), "sc_event_synchronize");
+        float[] ms = new float[1];
+        check(SparkCommsNative.sc_event_elapsed_ms(ev[from], ev[to], ms), "sc_event_elapsed_ms");
+        return ms[0];
+      }
+      @Override public void close() {
+        for (Pointer e : ev) SparkCommsNative.sc_event_destroy(e);
+      }
+    };
+  }
+
   @Override public void synchronize() {
     check(SparkCommsNative.sc_set_device(device), "sc_set_device");
     check(SparkCommsNative.sc_stream_synchronize(stream), "sc_stream_synchronize");

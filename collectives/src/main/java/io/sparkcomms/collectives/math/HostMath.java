@@ -132,6 +132,15 @@ public final class HostMath implements DenseMath {
     l.set(0, (float) (s * invN));
   }
 
+  @Override public Timeline timeline(int points) {
+    long[] at = new long[points];
+    return new Timeline() {
+      @Override public void mark(int i) { at[i] = System.nanoTime(); }
+      @Override public double millis(int from, int to) { return (at[to] - at[from]) / 1e6; }
+      @Override public void close() {}
+    };
+  }
+
   @Override public void synchronize() {}
 
   @Override public synchronized Transfers transfers() { return transfers; }

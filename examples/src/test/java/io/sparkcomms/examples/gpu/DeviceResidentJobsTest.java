@@ -117,6 +117,45 @@ class DeviceResidentJobsTest {
     }
   }
 
+  @Test void timedStepsOnEitherGradientPathMatchTheOverlappedStep() throws Exception {
+    int[] widths = {6, 9, 1};
+    int b = 7, steps = 3;
+    Random r = new Random(21);
+    float[][] xs = new float[2 * steps][], ys = new float[2 * steps][];
+    for (int i = 0; i < xs.length; i++) {
+      xs[i] = rand(r, b * widths[0]);
+      ys[i] = labels(r, b);
+    }
+    float[] init = DenseClassifier.randomParameters(widths, 9);
+    List<List<float[]>> out = onRanks(2, (c, rank) -> {
+      List<float[]> params = new ArrayList<>();
+      for (int mode = 0; mode < 3; mode++) {
+        HostMath m = new HostMath();
+        DenseClassifier t = new DenseClassifier(m, widths, Activation.SIGMOID, init, b);
+        try (io.sparkcomms.collectives.math.Timeline tl = m.timeline(4)) {
+          for (int s = 0; s < steps; s++) {
+            Matrix x = m.upload(xs[2 * s + rank], b, widths[0]), y = m.upload(ys[2 * s + rank], b, 1);
+            if (mode == 0) {
+              t.step(c, x, y, 0.4f, 0.5f);
+            } else {
+              DenseClassifier.StepTimes st = t.timedStep(c, x, y, 0.4f, 0.5f,
+                  mode == 1 ? DenseClassifier.GradientPath.IN_PLACE : DenseClassifier.GradientPath.HOST_STAGED, tl);
+              assertTrue(st.computeMs() >= 0 && st.collectiveMs() >= 0 && st.transferMs() >= 0, st.toString());
+            }
+          }
+        }
+        params.add(t.parameters());
+      }
+      return params;
+    });
+    for (List<float[]> p : out) {
+      for (int i = 0; i < p.get(0).length; i++) {
+        assertEquals(p.get(0)[i], p.get(1)[i], 1e-6f, "in place, parameter " + i);
+        assertEquals(p.get(0)[i], p.get(2)[i], 1e-6f, "host-staged, parameter " + i);
+      }
+    }
+  }
+
   @Test void trainingLearnsAndEachStepMovesOnlyItsLoss() throws Exception {
     int[] widths = {DeviceJobsCheck.WIDTHS[0], 32, 1};
     float[][] all = DenseClassifierRun.syntheticRows(256, widths[0], 99);

@@ -1,7 +1,9 @@
 package io.sparkcomms.spark.dataset;
 
 import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.Work;
 import io.sparkcomms.collectives.math.Activation;
 import io.sparkcomms.collectives.math.DenseMath;
@@ -112,32 +114,116 @@ public final class DenseClassifier implements AutoCloseable {
    * over {@code comm} (every rank calls it the same number of times); {@code comm} null: no reduction.
    */
   public float step(Communicator comm, Matrix x, Matrix y, float learningRate, float momentum) {
-    int layers = widths.length - 1;
+    checkBatch(x, y);
+    forward(x, y);
+    List<Work> pending = new ArrayList<>();
+    backward(l -> {
+      if (comm != null) {
+        Tensor g = layerGradient(l).tensor();
+        pending.add(comm.allReduceAsync(g, g, ReduceOp.AVG));
+      }
+    });
+    for (Work p : pending) p.waitFor();
+    update(learningRate, momentum);
+    return math.download(loss)[0];
+  }
+
+  /** Where {@link #timedStep} reduces the gradients. */
+  public enum GradientPath {
+    /** In this math's memory: the device buffers themselves on a GPU. */
+    IN_PLACE,
+    /** Copied to a host array, allReduced from there (staged by a GPU communicator), copied back. */
+    HOST_STAGED
+  }
+
+  /** One step's loss and where its time went (milliseconds). */
+  public record StepTimes(float loss, double computeMs, double collectiveMs, double transferMs) {}
+
+  /**
+   * {@link #step} in phases run one after another, each timed: forward and backward, the gradients'
+   * allReduce (one call per layer, each waited for), the update (compute), and the host transfers
+   * (the loss; with {@link GradientPath#HOST_STAGED} also the gradients down and up). Device phases
+   * are timed by events of {@code timeline} (4 points), host copies by the clock. Same result as
+   * {@link #step} up to float rounding of the reduction order.
+   */
+  public StepTimes timedStep(Communicator comm, Matrix x, Matrix y, float learningRate, float momentum, GradientPath path,
+      io.sparkcomms.collectives.math.Timeline timeline) {
+    checkBatch(x, y);
+    timeline.mark(0);
+    forward(x, y);
+    backward(l -> {});
+    timeline.mark(1);
+    double transfer = 0, collective = 0;
+    if (path == GradientPath.IN_PLACE) {
+      for (int l = widths.length - 2; l >= 0; l--) {
+        Tensor g = layerGradient(l).tensor();
+        comm.allReduce(g, g, ReduceOp.AVG);
+      }
+      timeline.mark(2);
+    } else {
+      long t0 = System.nanoTime();
+      float[] host = math.download(grads);
+      long t1 = System.nanoTime();
+      int at = 0;
+      for (int l = 0; l + 1 < widths.length; l++) {
+        int count = widths[l] * widths[l + 1] + widths[l + 1];
+        float[] part = java.util.Arrays.copyOfRange(host, at, at + count);
+        comm.allReduce(HostTensor.of(part), ReduceOp.AVG);
+        System.arraycopy(part, 0, host, at, count);
+        at += count;
+      }
+      long t2 = System.nanoTime();
+      math.upload(host, grads);
+      long t3 = System.nanoTime();
+      transfer += (t1 - t0 + t3 - t2) / 1e6;
+      collective = (t2 - t1) / 1e6;
+      timeline.mark(2);
+    }
+    update(learningRate, momentum);
+    timeline.mark(3);
+    long t4 = System.nanoTime();
+    float l = math.download(loss)[0];
+    transfer += (System.nanoTime() - t4) / 1e6;
+    double compute = timeline.millis(0, 1) + timeline.millis(2, 3);
+    if (path == GradientPath.IN_PLACE) collective = timeline.millis(1, 2);
+    return new StepTimes(l, compute, collective, transfer);
+  }
+
+  private void checkBatch(Matrix x, Matrix y) {
     if (x.rows() != batch || x.cols() != widths[0] || y.rows() != batch || y.cols() != 1) {
       throw new IllegalArgumentException("batch must be " + batch + " x " + widths[0] + " and labels " + batch + " x 1, got "
           + x.rows() + " x " + x.cols() + " and " + y.rows() + " x " + y.cols());
     }
+  }
+
+  /** Activations of every layer and the loss's gradient at the logits. */
+  private void forward(Matrix x, Matrix y) {
+    int layers = widths.length - 1;
     act[0] = x;
     for (int l = 0; l < layers; l++) {
       math.gemm(1f, act[l], false, w[l], true, 0f, act[l + 1]);               // [batch][out] = a W^T
       math.biasActivation(act[l + 1], b[l], l + 1 == layers ? Activation.IDENTITY : hidden);
     }
     math.sigmoidCrossEntropy(act[layers], y, lossGrad, loss);
-    List<Work> pending = new ArrayList<>();
-    for (int l = layers - 1; l >= 0; l--) {
+  }
+
+  /**
+   * Gradients, last layer first; {@code done} is called as soon as a layer's gradient is written
+   * (later layers' computation reads neither it nor writes it: it only reads the weights).
+   */
+  private void backward(java.util.function.IntConsumer done) {
+    for (int l = widths.length - 2; l >= 0; l--) {
       math.gemm(1f, delta[l], true, act[l], false, 0f, dw[l]);                // [out][in] = delta^T a
       math.columnSums(delta[l], 1f, db[l]);
       if (l > 0) {
         math.gemm(1f, delta[l], false, w[l], false, 0f, delta[l - 1]);        // [batch][in] = delta W
         math.activationBackward(delta[l - 1], act[l], hidden);
       }
-      if (comm != null) {
-        long from = offsetOf(l), count = (long) widths[l] * widths[l + 1] + widths[l + 1];
-        io.sparkcomms.collectives.Tensor g = grads.view(from, 1, (int) count).tensor();
-        pending.add(comm.allReduceAsync(g, g, ReduceOp.AVG));
-      }
+      done.accept(l);
     }
-    for (Work p : pending) p.waitFor();
+  }
+
+  private void update(float learningRate, float momentum) {
     if (momentum > 0) {
       math.scale(momentum, velocity);
       math.axpy(1f, grads, velocity);
@@ -145,7 +231,11 @@ public final class DenseClassifier implements AutoCloseable {
     } else {
       math.axpy(-learningRate, grads, params);
     }
-    return math.download(loss)[0];
+  }
+
+  /** Layer {@code l}'s weights and bias gradient: one contiguous view. */
+  private Matrix layerGradient(int l) {
+    return grads.view(offsetOf(l), 1, widths[l] * widths[l + 1] + widths[l + 1]);
   }
 
   private long offsetOf(int layer) {
