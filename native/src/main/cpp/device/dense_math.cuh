@@ -40,7 +40,7 @@ __global__ void sc_k_activation_backward(float* grad, const float* out, size_t n
 
 // One thread per column; the rows are added in order, so the result does not depend on the grid.
 __global__ void sc_k_column_sums(const float* x, int rows, int cols, float alpha, float* out) {
-  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
+  for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * blockDim.x) {
     float s = 0.f;
     for (int r = 0; r < rows; r++) s += x[(size_t)r * cols + c];
     out[c] = alpha * s;
@@ -55,7 +55,7 @@ sc_k_sigmoid_xent(const float* z, const float* y, int n, float* grad, float* los
   __shared__ float part[SC_XENT_THREADS];
   float s = 0.f;
   float inv_n = 1.f / (float)n;
-  for (int i = threadIdx.x; i < n; i += SC_XENT_THREADS) {
+  for (size_t i = threadIdx.x; i < (size_t)n; i += SC_XENT_THREADS) {
     float zi = z[i], yi = y[i];
     float e = expf(-fabsf(zi));
     float p = zi >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);  // sigmoid(z) without overflow

@@ -194,6 +194,9 @@ public interface Communicator extends AutoCloseable {
    */
   Communicator withOptions(CallOptions options);
 
+  /** The communicator itself, or for a {@link #withOptions} view the communicator it is a view of. */
+  default Communicator base() { return this; }
+
   /** Returns once every rank has entered the barrier. */
   void barrier();
 

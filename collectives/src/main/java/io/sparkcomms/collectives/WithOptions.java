@@ -15,6 +15,8 @@ final class WithOptions implements Communicator {
   private final AbstractCommunicator c;
   private final CallOptions o;
 
+  @Override public Communicator base() { return c; }
+
   WithOptions(AbstractCommunicator c, CallOptions o) {
     this.c = c;
     this.o = o;

@@ -12,15 +12,17 @@ import io.sparkcomms.collectives.gpu.GpuCommunicator;
  * {@link #download} and {@link #synchronize} wait.
  *
  * <p>Every size is checked before anything runs: a mismatch is an {@link IllegalArgumentException}
- * naming the shapes.
+ * naming the shapes, as is a matrix of another math, and an output that overlaps an input of the
+ * same operation ({@link #gemm}'s {@code c}, {@link #copy}'s {@code dst}). One thread at a time.
  */
 public interface DenseMath extends AutoCloseable {
   /**
    * The math that fits {@code comm}: {@link DeviceMath} on the communicator's GPU and stream for a
-   * {@link GpuCommunicator}, {@link HostMath} otherwise.
+   * {@link GpuCommunicator} (or a {@link Communicator#withOptions} view of one), {@link HostMath}
+   * otherwise. Close it before the communicator (closing waits for the communicator's stream).
    */
   static DenseMath forCommunicator(Communicator comm) {
-    return comm instanceof GpuCommunicator g ? DeviceMath.on(g) : new HostMath();
+    return comm.base() instanceof GpuCommunicator g ? DeviceMath.on(g) : new HostMath();
   }
 
   /** "host", or the GPU's runtime and BLAS library. */

@@ -16,6 +16,8 @@ import org.bytedeco.javacpp.Pointer;
  * kernels, all queued on one stream. Only {@link #upload} and {@link #download} cross to the host;
  * they are counted ({@link #transfers()}).
  *
+ * <p>One thread at a time; close it before the communicator whose stream it uses.
+ *
  * <p>{@link #status()} says whether this machine can run it, and exactly why not: no GPU library,
  * no GPU, or no BLAS library (set {@code SPARKCOMMS_BLAS_LIB} to its path when it is not found).
  */
@@ -32,7 +34,7 @@ public final class DeviceMath implements DenseMath {
   private final SparkCommsNative.sc_blas blas = new SparkCommsNative.sc_blas();
   private final List<DeviceBuffer> buffers = new ArrayList<>();
   private Transfers transfers = Transfers.NONE;
-  private boolean closed;
+  private volatile boolean closed;
 
   private DeviceMath(int device, long streamAddress) {
     Status s = status();
@@ -87,7 +89,7 @@ public final class DeviceMath implements DenseMath {
     if (rows < 0 || cols < 0) throw new IllegalArgumentException("matrix sizes must be >= 0, got " + rows + " x " + cols);
     DeviceBuffer b = DeviceBuffer.allocate(DataType.FLOAT32, (long) rows * cols, device);
     buffers.add(b);
-    return new DeviceMatrix(b, rows, cols, 0);
+    return new DeviceMatrix(this, b, rows, cols, 0);
   }
 
   @Override public synchronized Matrix upload(float[] data, int rows, int cols) {
@@ -98,7 +100,7 @@ public final class DeviceMath implements DenseMath {
   }
 
   @Override public synchronized void upload(float[] data, Matrix m) {
-    DeviceMatrix d = Shapes.own(DeviceMatrix.class, m, "matrix");
+    DeviceMatrix d = Shapes.own(this, DeviceMatrix.class, m, "matrix");
     Shapes.data(data, d.rows, d.cols);
     synchronize();                       // the stream's queued work may still read the old contents
     d.deviceTensor().copyFrom(HostTensor.of(data));
@@ -106,7 +108,7 @@ public final class DeviceMath implements DenseMath {
   }
 
   @Override public synchronized float[] download(Matrix m) {
-    DeviceMatrix d = Shapes.own(DeviceMatrix.class, m, "matrix");
+    DeviceMatrix d = Shapes.own(this, DeviceMatrix.class, m, "matrix");
     float[] out = new float[Shapes.intCount(d, "download")];
     synchronize();
     d.deviceTensor().copyTo(HostTensor.of(out));
@@ -115,14 +117,17 @@ public final class DeviceMath implements DenseMath {
   }
 
   @Override public void copy(Matrix src, Matrix dst) {
-    DeviceMatrix s = Shapes.own(DeviceMatrix.class, src, "src"), d = Shapes.own(DeviceMatrix.class, dst, "dst");
+    begin();
+    DeviceMatrix s = Shapes.own(this, DeviceMatrix.class, src, "src"), d = Shapes.own(this, DeviceMatrix.class, dst, "dst");
     Shapes.sameCount(s, d, "copy");
+    Shapes.disjoint(d, s, "copy");
     if (s.count() == 0) return;
     check(SparkCommsNative.sc_memcpy_dtod(ptr(d), ptr(s), 4 * s.count(), stream), "sc_memcpy_dtod");
   }
 
   @Override public void zero(Matrix m) {
-    DeviceMatrix d = Shapes.own(DeviceMatrix.class, m, "matrix");
+    begin();
+    DeviceMatrix d = Shapes.own(this, DeviceMatrix.class, m, "matrix");
     if (d.count() == 0) return;
     check(SparkCommsNative.sc_memset(ptr(d), 0, 4 * d.count(), stream), "sc_memset");
   }
@@ -132,7 +137,8 @@ public final class DeviceMath implements DenseMath {
    * {@code c = op(a) op(b)} is {@code c^T = op(b)^T op(a)^T}, i.e. sgemm with the operands swapped.
    */
   @Override public void gemm(float alpha, Matrix a, boolean transA, Matrix b, boolean transB, float beta, Matrix c) {
-    DeviceMatrix x = Shapes.own(DeviceMatrix.class, a, "a"), y = Shapes.own(DeviceMatrix.class, b, "b"), z = Shapes.own(DeviceMatrix.class, c, "c");
+    begin();
+    DeviceMatrix x = Shapes.own(this, DeviceMatrix.class, a, "a"), y = Shapes.own(this, DeviceMatrix.class, b, "b"), z = Shapes.own(this, DeviceMatrix.class, c, "c");
     Shapes.gemm(x, transA, y, transB, z);
     int k = transA ? x.rows : x.cols;
     check(SparkCommsNative.sc_blas_sgemm(blas, transB ? 1 : 0, transA ? 1 : 0, z.cols, z.rows, k, alpha, ptr(y),
@@ -140,40 +146,46 @@ public final class DeviceMath implements DenseMath {
   }
 
   @Override public void axpy(float alpha, Matrix x, Matrix y) {
-    DeviceMatrix s = Shapes.own(DeviceMatrix.class, x, "x"), d = Shapes.own(DeviceMatrix.class, y, "y");
+    begin();
+    DeviceMatrix s = Shapes.own(this, DeviceMatrix.class, x, "x"), d = Shapes.own(this, DeviceMatrix.class, y, "y");
     Shapes.sameCount(s, d, "axpy");
     check(SparkCommsNative.sc_blas_saxpy(blas, (int) s.count(), alpha, ptr(s), ptr(d)), "saxpy");
   }
 
   @Override public void scale(float alpha, Matrix x) {
-    DeviceMatrix d = Shapes.own(DeviceMatrix.class, x, "x");
+    begin();
+    DeviceMatrix d = Shapes.own(this, DeviceMatrix.class, x, "x");
     check(SparkCommsNative.sc_blas_sscal(blas, Shapes.intCount(d, "scale"), alpha, ptr(d)), "sscal");
   }
 
   @Override public void biasActivation(Matrix y, Matrix bias, Activation act) {
-    DeviceMatrix d = Shapes.own(DeviceMatrix.class, y, "y");
-    DeviceMatrix b = bias == null ? null : Shapes.own(DeviceMatrix.class, bias, "bias");
+    begin();
+    DeviceMatrix d = Shapes.own(this, DeviceMatrix.class, y, "y");
+    DeviceMatrix b = bias == null ? null : Shapes.own(this, DeviceMatrix.class, bias, "bias");
     Shapes.bias(d, b);
     check(SparkCommsNative.sc_math_bias_activation(ptr(d), b == null ? null : ptr(b), d.rows, d.cols, act.ordinal(), stream),
         "sc_math_bias_activation");
   }
 
   @Override public void activationBackward(Matrix grad, Matrix out, Activation act) {
-    DeviceMatrix g = Shapes.own(DeviceMatrix.class, grad, "grad"), o = Shapes.own(DeviceMatrix.class, out, "out");
+    begin();
+    DeviceMatrix g = Shapes.own(this, DeviceMatrix.class, grad, "grad"), o = Shapes.own(this, DeviceMatrix.class, out, "out");
     Shapes.sameCount(g, o, "activationBackward");
     check(SparkCommsNative.sc_math_activation_backward(ptr(g), ptr(o), (int) g.count(), act.ordinal(), stream),
         "sc_math_activation_backward");
   }
 
   @Override public void columnSums(Matrix x, float alpha, Matrix out) {
-    DeviceMatrix d = Shapes.own(DeviceMatrix.class, x, "x"), o = Shapes.own(DeviceMatrix.class, out, "out");
+    begin();
+    DeviceMatrix d = Shapes.own(this, DeviceMatrix.class, x, "x"), o = Shapes.own(this, DeviceMatrix.class, out, "out");
     Shapes.columnSums(d, o);
     check(SparkCommsNative.sc_math_column_sums(ptr(d), d.rows, d.cols, alpha, ptr(o), stream), "sc_math_column_sums");
   }
 
   @Override public void sigmoidCrossEntropy(Matrix logits, Matrix labels, Matrix grad, Matrix loss) {
-    DeviceMatrix z = Shapes.own(DeviceMatrix.class, logits, "logits"), y = Shapes.own(DeviceMatrix.class, labels, "labels");
-    DeviceMatrix g = Shapes.own(DeviceMatrix.class, grad, "grad"), l = Shapes.own(DeviceMatrix.class, loss, "loss");
+    begin();
+    DeviceMatrix z = Shapes.own(this, DeviceMatrix.class, logits, "logits"), y = Shapes.own(this, DeviceMatrix.class, labels, "labels");
+    DeviceMatrix g = Shapes.own(this, DeviceMatrix.class, grad, "grad"), l = Shapes.own(this, DeviceMatrix.class, loss, "loss");
     Shapes.crossEntropy(z, y, g, l);
     check(SparkCommsNative.sc_math_sigmoid_xent(ptr(z), ptr(y), (int) z.count(), ptr(g), ptr(l), stream), "sc_math_sigmoid_xent");
   }
@@ -216,9 +228,27 @@ public final class DeviceMath implements DenseMath {
       SparkCommsNative.sc_stream_synchronize(stream);
     } finally {
       SparkCommsNative.sc_blas_destroy(blas);
-      for (DeviceBuffer b : buffers) b.close();
+      blas.setNull();
+      RuntimeException first = null;
+      for (DeviceBuffer b : buffers) {
+        try {
+          b.close();
+        } catch (RuntimeException e) {
+          if (first == null) first = e;
+        }
+      }
       buffers.clear();
+      if (first != null) throw first;
     }
+  }
+
+  /**
+   * Every operation first: refuses a closed math (its BLAS handle is freed) and makes this math's
+   * device current on the calling thread (kernels and BLAS calls run on the current device).
+   */
+  private void begin() {
+    if (closed) throw new IllegalStateException("DeviceMath is closed");
+    check(SparkCommsNative.sc_set_device(device), "sc_set_device(" + device + ")");
   }
 
   private static Pointer ptr(DeviceMatrix m) { return new Address(m.address()); }

@@ -9,14 +9,16 @@ import io.sparkcomms.collectives.gpu.DeviceTensor;
 public final class DeviceMatrix extends Matrix {
   final DeviceBuffer buffer;
 
-  DeviceMatrix(DeviceBuffer buffer, int rows, int cols, long offset) {
-    super(rows, cols, offset);
+  DeviceMatrix(DenseMath owner, DeviceBuffer buffer, int rows, int cols, long offset) {
+    super(owner, rows, cols, offset);
     this.buffer = buffer;
   }
 
   @Override long capacity() { return buffer.count(); }
 
-  @Override Matrix viewAt(long offset, int rows, int cols) { return new DeviceMatrix(buffer, rows, cols, offset); }
+  @Override Matrix viewAt(long offset, int rows, int cols) { return new DeviceMatrix(owner, buffer, rows, cols, offset); }
+
+  @Override Object allocation() { return buffer; }
 
   /** The device address of element 0 (raises when the math that owns the memory was closed). */
   long address() { return buffer.view().address() + offset * 4; }

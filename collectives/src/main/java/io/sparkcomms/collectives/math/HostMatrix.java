@@ -12,21 +12,23 @@ public final class HostMatrix extends Matrix {
   final ByteBuffer bytes;   // the whole allocation, native order
   final FloatBuffer data;   // the same, as floats
 
-  HostMatrix(ByteBuffer bytes, int rows, int cols, long offset) {
-    super(rows, cols, offset);
+  HostMatrix(DenseMath owner, ByteBuffer bytes, int rows, int cols, long offset) {
+    super(owner, rows, cols, offset);
     this.bytes = bytes;
     this.data = bytes.asFloatBuffer();
   }
 
-  static HostMatrix allocate(int rows, int cols) {
+  static HostMatrix allocate(DenseMath owner, int rows, int cols) {
     long n = (long) rows * cols;
     if (n > Integer.MAX_VALUE / 4) throw new IllegalArgumentException(rows + " x " + cols + " floats exceed a host buffer (2 GiB)");
-    return new HostMatrix(ByteBuffer.allocateDirect((int) Math.max(1, n * 4)).order(ByteOrder.nativeOrder()), rows, cols, 0);
+    return new HostMatrix(owner, ByteBuffer.allocateDirect((int) Math.max(1, n * 4)).order(ByteOrder.nativeOrder()), rows, cols, 0);
   }
 
   @Override long capacity() { return data.capacity(); }
 
-  @Override Matrix viewAt(long offset, int rows, int cols) { return new HostMatrix(bytes, rows, cols, offset); }
+  @Override Matrix viewAt(long offset, int rows, int cols) { return new HostMatrix(owner, bytes, rows, cols, offset); }
+
+  @Override Object allocation() { return bytes; }
 
   /** Element {@code i} (row-major) of this matrix. */
   float get(long i) { return data.get((int) (offset + i)); }

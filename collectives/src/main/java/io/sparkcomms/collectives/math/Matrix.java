@@ -12,12 +12,23 @@ public abstract sealed class Matrix permits HostMatrix, DeviceMatrix {
   final int rows;
   final int cols;
   final long offset;  // in elements, from the start of the allocation
+  final DenseMath owner;
 
-  Matrix(int rows, int cols, long offset) {
+  Matrix(DenseMath owner, int rows, int cols, long offset) {
     if (rows < 0 || cols < 0) throw new IllegalArgumentException("matrix sizes must be >= 0, got " + rows + " x " + cols);
     this.rows = rows;
     this.cols = cols;
     this.offset = offset;
+    this.owner = owner;
+  }
+
+  /** The allocation this matrix is a view of (identity: two matrices of one allocation share it). */
+  abstract Object allocation();
+
+  /** Whether this matrix and {@code o} share an element. */
+  final boolean overlaps(Matrix o) {
+    return allocation() == o.allocation() && count() > 0 && o.count() > 0
+        && offset < o.offset + o.count() && o.offset < offset + count();
   }
 
   public int rows() { return rows; }

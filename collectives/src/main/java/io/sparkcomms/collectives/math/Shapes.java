@@ -4,16 +4,22 @@ package io.sparkcomms.collectives.math;
 final class Shapes {
   private Shapes() {}
 
-  static <M extends Matrix> M own(Class<M> type, Matrix m, String what) {
+  static <M extends Matrix> M own(DenseMath math, Class<M> type, Matrix m, String what) {
     if (m == null) throw new IllegalArgumentException(what + " is null");
-    if (!type.isInstance(m)) {
-      throw new IllegalArgumentException(what + " is a " + m.getClass().getSimpleName() + ", this math works on "
-          + type.getSimpleName() + "s (matrices of another DenseMath cannot be mixed in)");
+    if (!type.isInstance(m) || m.owner != math) {
+      throw new IllegalArgumentException(what + " is a matrix of another DenseMath (" + m.owner.description()
+          + "); this one is " + math.description() + ": matrices cannot be mixed across maths");
     }
     return type.cast(m);
   }
 
+  static void disjoint(Matrix out, Matrix in, String op) {
+    if (out.overlaps(in)) throw new IllegalArgumentException(op + ": the output overlaps an input");
+  }
+
   static void gemm(Matrix a, boolean ta, Matrix b, boolean tb, Matrix c) {
+    disjoint(c, a, "gemm");
+    disjoint(c, b, "gemm");
     int m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
     int kb = tb ? b.cols : b.rows, n = tb ? b.rows : b.cols;
     if (k != kb || c.rows != m || c.cols != n) {

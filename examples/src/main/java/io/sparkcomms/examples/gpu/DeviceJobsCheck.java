@@ -12,7 +12,10 @@ import io.sparkcomms.spark.dataset.DenseClassifierRun;
 import io.sparkcomms.examples.models.MlpModel;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import io.sparkcomms.spark.dataset.DenseLayer;
+import io.sparkcomms.spark.dataset.DenseClassifierTrainer;
 import io.sparkcomms.spark.dataset.DenseShards;
+import io.sparkcomms.spark.dataset.DenseTrainingResult;
+import io.sparkcomms.spark.dataset.LabeledVector;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -117,6 +120,20 @@ public final class DeviceJobsCheck {
         "loss err " + lossErr + ", param err " + paramErr);
     report(rank, "training step transfers: the loss only", onGpu.oneScalarPerStep() && staged == 0,
         onGpu.worstStep() + ", staged " + staged);
+    // the same through the Dataset helper's per-rank entry (what DenseClassifierTrainer.fit runs in each task)
+    try (Communicator c = Comms.create(new FileRendezvous(Files.createDirectories(dir.resolve("gpu-trainer")), rank, n), gpu, device)) {
+      List<LabeledVector> rows = new ArrayList<>();
+      for (int k2 = 0; k2 < mine; k2++) rows.add(new LabeledVector(java.util.Arrays.copyOfRange(x, k2 * WIDTHS[0], (k2 + 1) * WIDTHS[0]), y[k2]));
+      DenseTrainingResult t = DenseClassifierTrainer.trainPartition(c, rows.iterator(), job);
+      double d = 0;
+      for (int i = 0; i < t.params().length; i++) d = Math.max(d, Math.abs(t.params()[i] - onGpu.params()[i]));
+      boolean same = d <= 1e-6 * Math.max(1, paramMax);
+      System.out.printf("rank %d: DenseClassifierTrainer.trainPartition on the GPU: math %s, %s, staged %d, largest difference from the direct run %.2e%n",
+          rank, t.math(), t.worstStepTransfers(), t.stagedCalls(), d);
+      report(rank, "the Dataset helper's GPU training: device math, the loss only per step, equal parameters",
+          t.backend().equals("gpu") && t.math().startsWith("device") && t.lossOnlyPerStep() && t.stagedCalls() == 0 && same,
+          t.math() + ", " + t.worstStepTransfers() + ", staged " + t.stagedCalls());
+    }
     boolean inferOk = true;
     int[][] models = {{48, 96, 96, 10}, {48, 80, 12}};
     int k = 0;

@@ -49,6 +49,34 @@ public final class MathCheck {
         }
       }
     }
+    // operands that are views at an offset of a larger allocation, as a model's layers are
+    {
+      float[] whole = rand(r, 300), b = rand(r, 5 * 4);
+      Matrix mw = m.upload(whole, 1, 300), mb = m.upload(b, 5, 4), mc = m.upload(nan(3 * 4 + 7), 1, 3 * 4 + 7);
+      Matrix a = mw.view(101, 3, 5), c = mc.view(7, 3, 4);
+      m.gemm(1f, a, false, mb, false, 0f, c);
+      float[] got = m.download(c);
+      expect(f, "gemm of views at offsets", got, idx -> {
+        int i = idx / 4, j = idx % 4;
+        double s = 0;
+        for (int p = 0; p < 5; p++) s += (double) whole[101 + i * 5 + p] * b[p * 4 + j];
+        return s;
+      }, 1e-5);
+      float[] head = m.download(mc.view(0, 1, 7));
+      for (float v : head) {
+        if (!Float.isNaN(v)) {
+          f.add("gemm into a view wrote before it");
+          break;
+        }
+      }
+    }
+    // k = 0: c = beta c (alpha op(a) op(b) is an empty sum)
+    {
+      float[] c0 = rand(r, 6);
+      Matrix mc = m.upload(c0, 2, 3);
+      m.gemm(1f, m.zeros(2, 0), false, m.zeros(0, 3), false, 0.5f, mc);
+      expect(f, "gemm with k = 0", m.download(mc), i -> 0.5 * c0[i], 1e-7);
+    }
     int n = 1003;
     float[] x = rand(r, n), y = rand(r, n);
     Matrix mx = m.upload(x, 1, n), my = m.upload(y, 1, n);

@@ -181,7 +181,7 @@ class DeviceResidentJobsTest {
   @Test void tensorParallelInferenceMatchesSingleRank() throws Exception {
     for (int[] widths : new int[][] {{10, 24, 24, 5}, {10, 17, 3}, {9, 4}}) {
       MlpModel model = MlpModel.random(5, DenseLayer.Activation.SIGMOID, widths);
-      for (int ranks : new int[] {1, 2, 3}) {
+      for (int ranks : new int[] {1, 2, 3, 4}) {                       // 4 > 3 outputs: a rank with an empty slice
         List<double[]> errs = onRanks(ranks, (c, rank) -> {
           HostMath m = new HostMath();
           return DeviceJobsCheck.inferCheck(c, m, model, 11 + 4 * rank, 4, rank);
@@ -198,6 +198,13 @@ class DeviceResidentJobsTest {
     assertThrows(IllegalArgumentException.class, () -> m.biasActivation(a, m.zeros(1, 2), Activation.RELU));
     assertThrows(IllegalArgumentException.class, () -> a.view(4, 1, 3));
     assertThrows(IllegalArgumentException.class, () -> new DenseClassifier(m, new int[] {3, 2}, Activation.RELU, new float[8], 4));
+    Matrix big = m.zeros(4, 4);
+    m.copy(big.view(0, 2, 4), big.view(8, 2, 4));                   // disjoint views of one allocation
+    HostMath other = new HostMath();
+    IllegalArgumentException mixed = assertThrows(IllegalArgumentException.class, () -> m.axpy(1f, other.zeros(2, 3), a));
+    assertTrue(mixed.getMessage().contains("another DenseMath"), mixed.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> m.copy(big.view(0, 2, 4), big.view(4, 2, 4)));   // elements 4..7 in both
+    assertThrows(IllegalArgumentException.class, () -> m.gemm(1f, big.view(0, 2, 2), false, m.zeros(2, 2), false, 0f, big.view(2, 2, 2)));
   }
 
   // ------------------------------------------------------------------ helpers

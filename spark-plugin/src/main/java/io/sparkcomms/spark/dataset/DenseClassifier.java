@@ -17,9 +17,10 @@ import java.util.Random;
  * whose parameters, activations and gradients live in one {@link DenseMath}'s memory: on a GPU they
  * never leave it. One {@link #step}: forward (GEMM + bias and activation per layer), the loss and its
  * gradient, backward (GEMMs, column sums, activation derivatives), an allReduce AVG of the gradients
- * on {@code comm} (one call per layer, the last layer's first, each issued as soon as the backward
- * pass has written it, so the communicator can run it while earlier layers are computed), then SGD
- * with heavy-ball momentum on the device. The loss is the one value that comes back to the host.
+ * on {@code comm} (one async call per layer, the last layer's first, each issued as soon as the
+ * backward pass has written it: the host backend runs it on its own thread while earlier layers are
+ * computed; on the GPU it is queued on the math's stream, ordered after the kernels ahead of it), then
+ * SGD with heavy-ball momentum on the device. The loss is the one value that comes back to the host.
  *
  * <p>Parameter layout, one flat buffer: per layer the weights {@code [out][in]} row-major, then the
  * bias {@code [out]}; the gradient and the momentum buffers have the same layout, so each layer's

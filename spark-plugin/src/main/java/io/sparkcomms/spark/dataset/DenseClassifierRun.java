@@ -38,8 +38,10 @@ public record DenseClassifierRun(int[] widths, Activation hidden, int batch, int
     float[] init = DenseClassifier.randomParameters(widths, seed);
     DenseClassifier model = new DenseClassifier(math, widths, hidden, init, batch);
     int steps = stepsPerEpoch;
-    Matrix ex = math.zeros(steps * batch, in), ey = math.zeros(steps * batch, 1);
-    float[] hx = new float[steps * batch * in], hy = new float[steps * batch];
+    int epochRows = Math.toIntExact((long) steps * batch);
+    Math.toIntExact((long) epochRows * in);                     // an epoch's rows fit one float[]
+    Matrix ex = math.zeros(epochRows, in), ey = math.zeros(epochRows, 1);
+    float[] hx = new float[epochRows * in], hy = new float[epochRows];
     float[] losses = new float[epochs * steps];
     Transfers worst = Transfers.NONE;
     long nanos = 0;
@@ -52,7 +54,7 @@ public record DenseClassifierRun(int[] widths, Activation hidden, int batch, int
         order[i] = order[j];
         order[j] = t;
       }
-      for (int k = 0; k < steps * batch; k++) {
+      for (int k = 0; k < epochRows; k++) {
         int src = order[k % rows];
         System.arraycopy(x, src * in, hx, k * in, in);
         hy[k] = y[src];

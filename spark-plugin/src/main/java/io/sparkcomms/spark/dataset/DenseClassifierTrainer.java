@@ -88,7 +88,7 @@ public final class DenseClassifierTrainer implements Serializable {
   /** Trains on {@code data} (labels 0/1); rank 0's result. */
   public DenseTrainingResult fit(JavaRDD<LabeledVector> data) {
     DenseClassifierRun job = run();
-    return BarrierDatasets.collectFromRank0(data, (comm, rows) -> train(comm, rows, job), barrier).get(0);
+    return BarrierDatasets.collectFromRank0(data, (comm, rows) -> List.of(trainPartition(comm, rows, job)).iterator(), barrier).get(0);
   }
 
   private static int atLeast(String name, int v, int min) {
@@ -96,8 +96,14 @@ public final class DenseClassifierTrainer implements Serializable {
     return v;
   }
 
-  /** One rank: agree on the steps per epoch and on the rows being usable, train, report. */
-  static Iterator<DenseTrainingResult> train(Communicator comm, Iterator<LabeledVector> it, DenseClassifierRun job) {
+  /**
+   * One rank's part of {@link #fit}, for code that runs its own barrier stage (or ranks without
+   * Spark): the ranks of {@code comm} agree on the steps per epoch and on their rows being usable
+   * (a bad row or an empty partition fails every rank before training, with
+   * {@link IllegalArgumentException}: on its rank naming the row, on the others naming the rank),
+   * then train on their rows ({@code job}: {@link #run()}). Collective over {@code comm}.
+   */
+  public static DenseTrainingResult trainPartition(Communicator comm, Iterator<LabeledVector> it, DenseClassifierRun job) {
     List<LabeledVector> rows = new ArrayList<>();
     it.forEachRemaining(rows::add);
     int d = job.widths()[0];
@@ -113,17 +119,19 @@ public final class DenseClassifierTrainer implements Serializable {
       throw new IllegalArgumentException("DenseClassifierTrainer: rank " + (agree[1] - 1) + " cannot train on its partition (its error says why)");
     }
     int steps = (int) ((agree[0] + job.batch() - 1) / job.batch());
-    float[] x = new float[rows.size() * d], y = new float[rows.size()];
+    float[] x = new float[Math.toIntExact((long) rows.size() * d)], y = new float[rows.size()];
     for (int i = 0; i < rows.size(); i++) {
       System.arraycopy(rows.get(i).features(), 0, x, i * d, d);
       y[i] = rows.get(i).label();
     }
+    GpuCommunicator gpu = comm.base() instanceof GpuCommunicator g ? g : null;
+    long stagedBefore = gpu == null ? 0 : gpu.hostStagedCalls();     // the agreement above is staged
     try (DenseMath math = DenseMath.forCommunicator(comm)) {
       DenseClassifierRun.Result r = job.run(comm, math, x, y, rows.size(), steps, comm.rank());
-      long staged = comm instanceof GpuCommunicator g ? g.hostStagedCalls() : 0;
+      long staged = gpu == null ? 0 : gpu.hostStagedCalls() - stagedBefore;
       double compute = job.computeNanosPerStep(math, 5, 20) / 1e3;
-      return List.of(new DenseTrainingResult(r.params(), r.stepLosses(), steps, comm.backendName(), math.description(),
-          r.worstStep().toString(), r.oneScalarPerStep(), staged, r.stepNanos() / 1e3 / r.steps(), compute)).iterator();
+      return (new DenseTrainingResult(r.params(), r.stepLosses(), steps, comm.backendName(), math.description(),
+          r.worstStep().toString(), r.oneScalarPerStep(), staged, r.stepNanos() / 1e3 / r.steps(), compute));
     }
   }
 }

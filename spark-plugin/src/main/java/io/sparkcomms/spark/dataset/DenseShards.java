@@ -45,13 +45,14 @@ public final class DenseShards {
     this.math = math;
     this.rank = rank;
     this.ranks = ranks;
-    this.rowsPerStep = ranks * batch;
+    this.rowsPerStep = Math.toIntExact((long) ranks * batch);
     if (ls.isEmpty()) throw new IllegalArgumentException("a network needs at least one layer");
     for (int i = 0; i < ls.size(); i++) {
       DenseLayer l = ls.get(i);
       Activation act = l.activation().math();
       float[] wf = l.weights(), bf = l.bias();
       int in = l.inputs(), out = l.outputs();
+      Math.toIntExact((long) rowsPerStep * Math.max(in, out) * ranks);   // every buffer below fits an int index
       if (i % 2 == 0) {                                   // by output rows: rows [lo, hi) of W, padded to `width` rows
         int width = ceilDiv(out, ranks), lo = Math.min(out, rank * width), hi = Math.min(out, lo + width);
         float[] w = new float[width * in], b = new float[width];
@@ -113,4 +114,11 @@ public final class DenseShards {
   }
 
   public int rank() { return rank; }
+
+  /** Weights and biases this rank holds (zero padding included). */
+  public long shardParameters() {
+    long n = 0;
+    for (Shard s : shards) n += s.w().count() + s.b().count();
+    return n;
+  }
 }

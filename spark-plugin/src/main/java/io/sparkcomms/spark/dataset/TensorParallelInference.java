@@ -288,8 +288,9 @@ public final class TensorParallelInference implements Serializable {
   /**
    * The ALTERNATING split on the group's dense math ({@link DenseMath#forCommunicator}): on a GPU
    * communicator the shards, the step's rows and every activation stay in GPU memory, reduced there;
-   * a step's host transfers are its rows up and its outputs down. On the host the same code, with
-   * the same float32 sums in the same order as {@link Sharded}.
+   * a step's host transfers are its rows up and its outputs down. On the host the same code; its
+   * slices are {@code ceil(width / ranks)} wide (zero-padded), so a column-split layer's partial sums
+   * are split elsewhere than {@link Sharded}'s and the outputs agree within float rounding.
    */
   private static List<float[]> forwardDense(Communicator group, List<DenseLayer> layers, List<float[]> feats, int b, int steps) {
     int in = layers.get(0).in, outW = layers.get(layers.size() - 1).out;

@@ -227,7 +227,7 @@ class DatasetHelpersLocalTest {
         fs.add(pool.submit(() -> {
           try (io.sparkcomms.collectives.Communicator c = io.sparkcomms.collectives.Comms.create(g.member(rank),
               io.sparkcomms.collectives.CommOptions.defaults().toBuilder().backend(io.sparkcomms.collectives.CommOptions.Backend.HOST).build())) {
-            return DenseClassifierTrainer.train(c, parts.get(rank).iterator(), t.run()).next();
+            return DenseClassifierTrainer.trainPartition(c, parts.get(rank).iterator(), t.run());
           }
         }));
       }
@@ -239,12 +239,38 @@ class DatasetHelpersLocalTest {
     }
   }
 
-  @Test void denseClassifierTrainerRefusesARowOfAnotherWidthOnEveryRank() {
+  @Test void denseClassifierTrainerRefusesARowOfAnotherWidthOnEveryRank() throws Exception {
     List<LabeledVector> data = new ArrayList<>(Reference.logisticData(40, 6, 2));
-    data.set(25, new LabeledVector(new float[5], 1));
+    data.set(25, new LabeledVector(new float[5], 1));                   // row 5 of partition 2 (rows 20..29)
     Exception e = assertThrows(Exception.class, () -> new DenseClassifierTrainer(6, 4).epochs(1).fit(sc.parallelize(data, 4)));
     assertTrue(String.valueOf(e.getMessage()).contains("has 5 features, the model takes 6")
-        || String.valueOf(e.getMessage()).contains("cannot train on its partition"), e.getMessage());
+        || String.valueOf(e.getMessage()).contains("rank 2 cannot train on its partition"), e.getMessage());
+    // every rank, directly: rank 2 names the row, the others name rank 2
+    List<List<LabeledVector>> parts = split(data, 4);
+    io.sparkcomms.collectives.rendezvous.InJvmRendezvous.Group g = io.sparkcomms.collectives.rendezvous.InJvmRendezvous.group(4);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    try {
+      List<java.util.concurrent.Future<String>> fs = new ArrayList<>();
+      for (int q = 0; q < 4; q++) {
+        int rank = q;
+        fs.add(pool.submit(() -> {
+          try (io.sparkcomms.collectives.Communicator c = io.sparkcomms.collectives.Comms.create(g.member(rank),
+              io.sparkcomms.collectives.CommOptions.defaults().toBuilder().backend(io.sparkcomms.collectives.CommOptions.Backend.HOST).build())) {
+            DenseClassifierTrainer.trainPartition(c, parts.get(rank).iterator(), new DenseClassifierTrainer(6, 4).epochs(1).run());
+            return "no error";
+          } catch (IllegalArgumentException ex) {
+            return ex.getMessage();
+          }
+        }));
+      }
+      for (int q = 0; q < 4; q++) {
+        String m = fs.get(q).get(120, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(q == 2 ? m.contains("row 5 of partition 2 has 5 features, the model takes 6") : m.contains("rank 2 cannot train"),
+            "rank " + q + ": " + m);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
   }
 
   @Test void checkpointedRunResumesToTheSameParameters() {
@@ -434,8 +460,13 @@ class DatasetHelpersLocalTest {
   @Test void eachRankHoldsOnlyItsShard() {
     Reference.Net model = Reference.randomNet(3, DenseLayer.Activation.IDENTITY, 64, 128, 10);
     long total = 0;
-    for (int r = 0; r < 4; r++) total += new TensorParallelInference.Sharded(model.layers(), TensorParallelInference.Split.ALTERNATING, r, 4).shardParameters();
-    // weights split four ways; only the COLUMNS layer's bias (10) is held by every rank
+    for (int r = 0; r < 4; r++) {
+      total += new DenseShards(new io.sparkcomms.collectives.math.HostMath(), model.layers(), r, 4, 8).shardParameters();
+    }
+    // weights split four ways (128 / 4: no padding); only the COLUMNS layer's bias (10) is held by every rank
     assertEquals(model.parameterCount() + 3 * 10, total);
+    long rows = 0;
+    for (int r = 0; r < 4; r++) rows += new TensorParallelInference.Sharded(model.layers(), TensorParallelInference.Split.ROWS, r, 4).shardParameters();
+    assertEquals(model.parameterCount(), rows, "ROWS: every weight and bias on exactly one rank");
   }
 }
