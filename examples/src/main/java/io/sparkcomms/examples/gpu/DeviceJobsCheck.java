@@ -45,7 +45,8 @@ public final class DeviceJobsCheck {
   static final int[] WIDTHS = {32, 64, 64, 1};
   static final int ROWS = 512;
   static final int BATCH = 32;
-  static final int EPOCHS = 6;
+  /** Training steps at least (more epochs when the partitions are small): enough for the loss to fall. */
+  static final int MIN_STEPS = 48;
 
   public static void main(String[] args) throws Exception {
     System.out.println(GpuLibrary.status());
@@ -93,8 +94,10 @@ public final class DeviceJobsCheck {
       System.arraycopy(all[i], 0, x, k * WIDTHS[0], WIDTHS[0]);
       y[k] = all[i][WIDTHS[0]];
     }
-    int steps = (ROWS / n + BATCH) / BATCH;     // the same on every rank: ceil of the largest partition
-    DenseClassifierRun job = new DenseClassifierRun(WIDTHS, Activation.RELU, BATCH, EPOCHS, 0.2f, 0.9f, 5);
+    int largest = (ROWS + n - 1) / n;
+    int steps = (largest + BATCH - 1) / BATCH;   // the same on every rank, as DenseClassifierTrainer agrees it
+    int epochs = Math.max(6, (MIN_STEPS + steps - 1) / steps);
+    DenseClassifierRun job = new DenseClassifierRun(WIDTHS, Activation.RELU, BATCH, epochs, 0.2f, 0.9f, 5);
     DenseClassifierRun.Result onGpu, onCpu;
     long staged;
     try (Communicator c = Comms.create(new FileRendezvous(Files.createDirectories(dir.resolve("gpu-train")), rank, n), gpu, device);
@@ -111,8 +114,12 @@ public final class DeviceJobsCheck {
       paramErr = Math.max(paramErr, Math.abs(onGpu.params()[i] - onCpu.params()[i]));
       paramMax = Math.max(paramMax, Math.abs(onCpu.params()[i]));
     }
-    float first = onCpu.stepLosses()[0], last = onCpu.stepLosses()[onCpu.steps() - 1];
-    System.out.printf("rank %d: training %d steps; loss %.4f -> %.4f (CPU run), GPU - CPU: loss %.2e, parameters %.2e (largest %.3f);"
+    float first = 0, last = 0;                   // mean batch loss of the first and of the last epoch
+    for (int k = 0; k < steps; k++) {
+      first += onCpu.stepLosses()[k] / steps;
+      last += onCpu.stepLosses()[onCpu.steps() - steps + k] / steps;
+    }
+    System.out.printf("rank %d: training %d steps; mean loss of the first and last epoch %.4f -> %.4f (CPU run), GPU - CPU: loss %.2e, parameters %.2e (largest %.3f);"
         + " GPU %.1f us/step, CPU %.1f us/step; worst step's transfers: %s; collectives staged through the host: %d%n", rank,
         onGpu.steps(), first, last, lossErr, paramErr, paramMax, onGpu.stepNanos() / 1e3 / onGpu.steps(),
         onCpu.stepNanos() / 1e3 / onCpu.steps(), onGpu.worstStep(), staged);
