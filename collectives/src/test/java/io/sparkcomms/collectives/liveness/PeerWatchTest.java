@@ -88,9 +88,15 @@ class PeerWatchTest {
       ProcessId id = new ProcessId(pid, h.info().startInstant().orElseThrow().toEpochMilli());
       assertTrue(id.visible());
       assertFalse(id.gone());
+      // kill only once sh has become sleep: a child that dies while sh still runs is reaped by sh
+      long te = System.nanoTime();
+      while (!parent.toHandle().info().command().orElse("").endsWith("sleep") && System.nanoTime() - te < 30_000_000_000L) {
+        Thread.sleep(10);
+      }
+      assertTrue(parent.toHandle().info().command().orElse("").endsWith("sleep"), "sh did not exec sleep within 30 s");
       h.destroyForcibly();
       long t0 = System.nanoTime();
-      while (!ProcessId.zombie(pid) && System.nanoTime() - t0 < 5_000_000_000L) Thread.sleep(10);
+      while (!ProcessId.zombie(pid) && System.nanoTime() - t0 < 30_000_000_000L) Thread.sleep(10);   // a hang guard
       assertTrue(ProcessId.zombie(pid), "the killed child is a zombie");
       assertTrue(id.gone(), "a zombie counts as gone");
     } finally {
