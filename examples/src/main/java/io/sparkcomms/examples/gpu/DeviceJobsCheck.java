@@ -23,7 +23,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The device-resident jobs on a GPU host, without Spark: N rank processes (rank r on GPU r % GPUs,
@@ -56,20 +55,7 @@ public final class DeviceJobsCheck {
       System.exit(rank(Integer.parseInt(args[1]), Paths.get(args[2]), Integer.parseInt(args[3])) ? 0 : 1);
     }
     int n = args.length >= 2 && args[0].equals("processes") ? Integer.parseInt(args[1]) : 2;
-    Path dir = FileRendezvous.createDirectory();
-    String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-    List<Process> ps = new ArrayList<>();
-    for (int r = 0; r < n; r++) {
-      ps.add(new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), DeviceJobsCheck.class.getName(),
-          "rank", "" + n, dir.toString(), "" + r).inheritIO().start());
-    }
-    boolean ok = true;
-    for (Process p : ps) {
-      if (!p.waitFor(600, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        ok = false;
-      } else if (p.exitValue() != 0) ok = false;
-    }
+    boolean ok = RankProcesses.run(DeviceJobsCheck.class, n, List.of());
     System.out.println(ok ? "PASS device jobs at " + n + " ranks" : "FAIL device jobs at " + n + " ranks");
     System.exit(ok ? 0 : 1);
   }

@@ -21,7 +21,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Where a device-resident training step's time goes, side by side: the same {@link DenseClassifier}
@@ -52,22 +51,9 @@ public final class DeviceTrainingBench {
       System.exit(rank(Integer.parseInt(args[1]), Paths.get(args[2]), Integer.parseInt(args[3]), steps, csv) ? 0 : 1);
     }
     int n = args.length >= 2 && args[0].equals("processes") ? Integer.parseInt(args[1]) : 2;
-    Path dir = FileRendezvous.createDirectory();
-    String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-    List<Process> ps = new ArrayList<>();
-    for (int r = 0; r < n; r++) {
-      List<String> cmd = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
-          DeviceTrainingBench.class.getName(), "rank", "" + n, dir.toString(), "" + r, "--steps", "" + steps));
-      if (csv != null) cmd.addAll(List.of("--csv", csv));
-      ps.add(new ProcessBuilder(cmd).inheritIO().start());
-    }
-    boolean ok = true;
-    for (Process p : ps) {
-      if (!p.waitFor(600, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        ok = false;
-      } else if (p.exitValue() != 0) ok = false;
-    }
+    List<String> extra = new ArrayList<>(List.of("--steps", "" + steps));
+    if (csv != null) extra.addAll(List.of("--csv", csv));
+    boolean ok = RankProcesses.run(DeviceTrainingBench.class, n, extra);
     System.exit(ok ? 0 : 1);
   }
 

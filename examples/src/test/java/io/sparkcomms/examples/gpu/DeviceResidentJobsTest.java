@@ -52,6 +52,15 @@ class DeviceResidentJobsTest {
     assertEquals(s.reason(), e.getMessage());
   }
 
+  @Test void theLayerActivationsAreTheMathActivations() {
+    DenseLayer.Activation[] layer = DenseLayer.Activation.values();
+    assertEquals(Activation.values().length, layer.length);
+    for (DenseLayer.Activation a : layer) {
+      assertEquals(a.name(), a.math().name());
+      for (float x : new float[] {-2.5f, -0f, 0f, 0.7f, 30f}) assertEquals(a.math().apply(x), a.apply(x), 0f);
+    }
+  }
+
   @Test void mathOfAHostCommunicatorIsHostMath() throws Exception {
     List<Boolean> device = onRanks(1, (c, r) -> DenseMath.forCommunicator(c).isDevice());
     assertEquals(List.of(false), device);

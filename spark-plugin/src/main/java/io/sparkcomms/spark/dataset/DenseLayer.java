@@ -18,18 +18,13 @@ public final class DenseLayer implements Serializable {
   public enum Activation {
     IDENTITY, RELU, TANH, SIGMOID;
 
-    /** The same activation of the dense math ({@link io.sparkcomms.collectives.math.Activation}). */
-    public io.sparkcomms.collectives.math.Activation math() { return io.sparkcomms.collectives.math.Activation.valueOf(name()); }
+    private static final io.sparkcomms.collectives.math.Activation[] MATH = io.sparkcomms.collectives.math.Activation.values();
+
+    /** The same activation of the dense math ({@link io.sparkcomms.collectives.math.Activation}, same order). */
+    public io.sparkcomms.collectives.math.Activation math() { return MATH[ordinal()]; }
 
     /** The activation of one pre-activation value (float32 result). */
-    public float apply(float x) {
-      switch (this) {
-        case RELU: return x > 0 ? x : 0;
-        case TANH: return (float) Math.tanh(x);
-        case SIGMOID: return (float) (1 / (1 + Math.exp(-x)));
-        default: return x;
-      }
-    }
+    public float apply(float x) { return math().apply(x); }
   }
 
   final int in;

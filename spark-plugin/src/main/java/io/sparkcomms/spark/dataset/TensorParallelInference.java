@@ -262,53 +262,44 @@ public final class TensorParallelInference implements Serializable {
           + " has a row whose features do not fit the model (that rank's error says which)");
     }
     int steps = (int) ((agree[0] + b - 1) / b);
-    if (net == null) return forwardDense(group, layers, feats, b, steps);
-    int ranks = group.size();
-    int in = net.inputs();
-    int outW = net.outputs();
+    int in = layers.get(0).in, outW = layers.get(layers.size() - 1).out;
+    if (net != null) {
+      float[] all = new float[group.size() * b * in];
+      return runSteps(group, feats, b, steps, in, outW, local -> {
+        group.allGather(HostTensor.of(local), HostTensor.of(all));
+        return net.forward(group, all, group.size() * b);
+      });
+    }
+    // ALTERNATING, on the group's dense math (DenseMath.forCommunicator): on a GPU communicator the
+    // shards, the step's rows and every activation stay in GPU memory, reduced there; a step's host
+    // transfers are its rows up and its outputs down. On the host its slices are ceil(width / ranks)
+    // wide (zero-padded), so a column-split layer's partial sums are split elsewhere than Sharded's
+    // and the outputs agree within float rounding.
+    try (DenseMath math = DenseMath.forCommunicator(group)) {
+      DenseShards shards = new DenseShards(math, layers, group.rank(), group.size(), b);
+      return runSteps(group, feats, b, steps, in, outW, local -> shards.step(group, local));
+    }
+  }
+
+  /**
+   * {@code steps} steps of {@code b} of this rank's rows each (zero-padded), {@code step} mapping
+   * them to the outputs of the group's rows of the step (rank q's from row {@code q * b}); returns
+   * this rank's rows' outputs, in order.
+   */
+  private static List<float[]> runSteps(Communicator group, List<float[]> feats, int b, int steps, int in, int outW,
+      java.util.function.UnaryOperator<float[]> step) {
     float[] local = new float[b * in];
-    float[] all = new float[ranks * b * in];
     List<float[]> result = new ArrayList<>(feats.size());
-    for (int step = 0; step < steps; step++) {
-      int from = step * b;
+    for (int s = 0; s < steps; s++) {
+      int from = s * b;
       int valid = Math.max(0, Math.min(b, feats.size() - from));
       java.util.Arrays.fill(local, 0f);
       for (int k = 0; k < valid; k++) System.arraycopy(feats.get(from + k), 0, local, k * in, in);
-      group.allGather(HostTensor.of(local), HostTensor.of(all));
-      float[] y = net.forward(group, all, ranks * b);
+      float[] y = step.apply(local);
       for (int k = 0; k < valid; k++) {
         float[] o = new float[outW];
         System.arraycopy(y, (group.rank() * b + k) * outW, o, 0, outW);
         result.add(o);
-      }
-    }
-    return result;
-  }
-
-  /**
-   * The ALTERNATING split on the group's dense math ({@link DenseMath#forCommunicator}): on a GPU
-   * communicator the shards, the step's rows and every activation stay in GPU memory, reduced there;
-   * a step's host transfers are its rows up and its outputs down. On the host the same code; its
-   * slices are {@code ceil(width / ranks)} wide (zero-padded), so a column-split layer's partial sums
-   * are split elsewhere than {@link Sharded}'s and the outputs agree within float rounding.
-   */
-  private static List<float[]> forwardDense(Communicator group, List<DenseLayer> layers, List<float[]> feats, int b, int steps) {
-    int in = layers.get(0).in, outW = layers.get(layers.size() - 1).out;
-    List<float[]> result = new ArrayList<>(feats.size());
-    try (DenseMath math = DenseMath.forCommunicator(group)) {
-      DenseShards net = new DenseShards(math, layers, group.rank(), group.size(), b);
-      float[] local = new float[b * in];
-      for (int step = 0; step < steps; step++) {
-        int from = step * b;
-        int valid = Math.max(0, Math.min(b, feats.size() - from));
-        java.util.Arrays.fill(local, 0f);
-        for (int k = 0; k < valid; k++) System.arraycopy(feats.get(from + k), 0, local, k * in, in);
-        float[] y = net.step(group, local);
-        for (int k = 0; k < valid; k++) {
-          float[] o = new float[outW];
-          System.arraycopy(y, (group.rank() * b + k) * outW, o, 0, outW);
-          result.add(o);
-        }
       }
     }
     return result;
@@ -410,10 +401,6 @@ public final class TensorParallelInference implements Serializable {
       a.hi = a.dim;
       a.sliced = false;
     }
-
-    int inputs() { return shards.get(0).layer.in; }
-
-    int outputs() { return shards.get(shards.size() - 1).layer.out; }
 
     long shardParameters() {
       long n = 0;

@@ -218,22 +218,31 @@ class DatasetHelpersLocalTest {
     assertTrue(loss[7] < 0.7 * loss[0], Arrays.toString(loss));
     // the same four ranks as threads with host communicators, on the same partitions
     List<List<LabeledVector>> parts = split(data, 4);
-    io.sparkcomms.collectives.rendezvous.InJvmRendezvous.Group g = io.sparkcomms.collectives.rendezvous.InJvmRendezvous.group(4);
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    DenseTrainingResult direct = onHostRanks(4, (c, rank) -> DenseClassifierTrainer.trainPartition(c, parts.get(rank).iterator(), t.run()))
+        .get(0);
+    assertArrayEquals(direct.params(), r.params(), 0f);
+    assertArrayEquals(direct.stepLosses(), r.stepLosses(), 0f);
+  }
+
+  /** {@code body} on {@code n} ranks as threads of this JVM, each with a host communicator; their results by rank. */
+  static <T> List<T> onHostRanks(int n, java.util.function.BiFunction<io.sparkcomms.collectives.Communicator, Integer, T> body)
+      throws Exception {
+    io.sparkcomms.collectives.rendezvous.InJvmRendezvous.Group g = io.sparkcomms.collectives.rendezvous.InJvmRendezvous.group(n);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(n);
     try {
-      List<java.util.concurrent.Future<DenseTrainingResult>> fs = new ArrayList<>();
-      for (int q = 0; q < 4; q++) {
+      List<java.util.concurrent.Future<T>> fs = new ArrayList<>();
+      for (int q = 0; q < n; q++) {
         int rank = q;
         fs.add(pool.submit(() -> {
           try (io.sparkcomms.collectives.Communicator c = io.sparkcomms.collectives.Comms.create(g.member(rank),
               io.sparkcomms.collectives.CommOptions.defaults().toBuilder().backend(io.sparkcomms.collectives.CommOptions.Backend.HOST).build())) {
-            return DenseClassifierTrainer.trainPartition(c, parts.get(rank).iterator(), t.run());
+            return body.apply(c, rank);
           }
         }));
       }
-      DenseTrainingResult direct = fs.get(0).get(120, java.util.concurrent.TimeUnit.SECONDS);
-      assertArrayEquals(direct.params(), r.params(), 0f);
-      assertArrayEquals(direct.stepLosses(), r.stepLosses(), 0f);
+      List<T> out = new ArrayList<>();
+      for (java.util.concurrent.Future<T> f : fs) out.add(f.get(120, java.util.concurrent.TimeUnit.SECONDS));
+      return out;
     } finally {
       pool.shutdownNow();
     }
@@ -247,29 +256,18 @@ class DatasetHelpersLocalTest {
         || String.valueOf(e.getMessage()).contains("rank 2 cannot train on its partition"), e.getMessage());
     // every rank, directly: rank 2 names the row, the others name rank 2
     List<List<LabeledVector>> parts = split(data, 4);
-    io.sparkcomms.collectives.rendezvous.InJvmRendezvous.Group g = io.sparkcomms.collectives.rendezvous.InJvmRendezvous.group(4);
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
-    try {
-      List<java.util.concurrent.Future<String>> fs = new ArrayList<>();
-      for (int q = 0; q < 4; q++) {
-        int rank = q;
-        fs.add(pool.submit(() -> {
-          try (io.sparkcomms.collectives.Communicator c = io.sparkcomms.collectives.Comms.create(g.member(rank),
-              io.sparkcomms.collectives.CommOptions.defaults().toBuilder().backend(io.sparkcomms.collectives.CommOptions.Backend.HOST).build())) {
-            DenseClassifierTrainer.trainPartition(c, parts.get(rank).iterator(), new DenseClassifierTrainer(6, 4).epochs(1).run());
-            return "no error";
-          } catch (IllegalArgumentException ex) {
-            return ex.getMessage();
-          }
-        }));
+    List<String> messages = onHostRanks(4, (c, rank) -> {
+      try {
+        DenseClassifierTrainer.trainPartition(c, parts.get(rank).iterator(), new DenseClassifierTrainer(6, 4).epochs(1).run());
+        return "no error";
+      } catch (IllegalArgumentException ex) {
+        return ex.getMessage();
       }
-      for (int q = 0; q < 4; q++) {
-        String m = fs.get(q).get(120, java.util.concurrent.TimeUnit.SECONDS);
-        assertTrue(q == 2 ? m.contains("row 5 of partition 2 has 5 features, the model takes 6") : m.contains("rank 2 cannot train"),
-            "rank " + q + ": " + m);
-      }
-    } finally {
-      pool.shutdownNow();
+    });
+    for (int q = 0; q < 4; q++) {
+      String m = messages.get(q);
+      assertTrue(q == 2 ? m.contains("row 5 of partition 2 has 5 features, the model takes 6") : m.contains("rank 2 cannot train"),
+          "rank " + q + ": " + m);
     }
   }
 
