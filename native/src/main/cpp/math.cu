@@ -3,9 +3,9 @@
 // links against neither), and the element-wise kernels of device/dense_math.cuh.
 // Part of library.cu, the GPU library's one translation unit (see there); not compiled alone.
 #include "core/comm.h"
+#include "core/dl.h"
 #include "device/dense_math.cuh"
 
-#include <dlfcn.h>
 #include <climits>
 #include <mutex>
 #include <string>
@@ -51,17 +51,7 @@ static void sc_blas_load() {
   g_blas.op_t = 1;  // CUBLAS_OP_T
 #endif
   std::string errs;
-  for (const char* c : cands) {
-    if (!c || !*c) continue;
-    void* h = dlopen(c, RTLD_NOW | RTLD_LOCAL);
-    if (h) {
-      g_blas.h = h;
-      g_blas.name = c;
-      break;
-    }
-    const char* de = dlerror();
-    errs += std::string(c) + ": " + (de ? de : "?") + "; ";
-  }
+  g_blas.h = sc_dlopen_first(cands, sizeof cands / sizeof cands[0], &g_blas.name, &errs);
   if (!g_blas.h) {
     g_blas.why = "BLAS library not loadable (" + errs + "set SPARKCOMMS_BLAS_LIB to its path)";
     return;

@@ -2,8 +2,7 @@
 // lifetime and teardown, and the collectives of algo VENDOR.
 // Part of library.cu, the GPU library's one translation unit (see there); not compiled alone.
 #include "core/comm.h"
-
-#include <dlfcn.h>
+#include "core/dl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,17 +52,7 @@ static void sc_vendor_load() {
   const char* pre = "nccl";
 #endif
   std::string errs;
-  for (const char* c : cands) {
-    if (!c || !*c) continue;
-    void* h = dlopen(c, RTLD_NOW | RTLD_LOCAL);
-    if (h) {
-      g_vendor.h = h;
-      g_vendor.name = c;
-      break;
-    }
-    const char* de = dlerror();
-    errs += std::string(c) + ": " + (de ? de : "?") + "; ";
-  }
+  g_vendor.h = sc_dlopen_first(cands, sizeof cands / sizeof cands[0], &g_vendor.name, &errs);
   if (!g_vendor.h) {
     g_vendor.why = "vendor collective library not loadable (" + errs + ")";
     return;
