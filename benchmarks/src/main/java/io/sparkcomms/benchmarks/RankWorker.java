@@ -20,6 +20,8 @@ import io.sparkcomms.collectives.plan.CallPlanner;
 import io.sparkcomms.collectives.rendezvous.FileRendezvous;
 import io.sparkcomms.nativeapi.GpuLibrary;
 import java.io.PrintStream;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -101,7 +103,7 @@ final class RankWorker {
       if (first != null && cfg.warmupSeconds > 0) {
         if (rank == 0) {
           out.println("# JIT warm-up: every communicator under test" + (tcp != null ? " and tcp" : "") + " runs the "
-              + Sizes.format(cfg.minBytes) + " call " + JIT_CALLS + " times and at least 1 s (at most 10 s) before the table");
+              + Sizes.format(cfg.minBytes) + " call " + JIT_CALLS + " times, at least 1 s and until the JIT is quiet (at most 10 s), before the table");
           out.flush();
         }
         jitWarmUp(first);
@@ -343,13 +345,27 @@ final class RankWorker {
    * (the time spent is agreed after each round). Returns the per-call times of the last round.
    */
   private long[] warmUp(Runnable call, int minCalls, double minSeconds, double maxSeconds) {
+    return warmUp(call, minCalls, minSeconds, maxSeconds, false);
+  }
+
+  /**
+   * Runs {@code call} in growing batches until at least {@code minCalls} calls and {@code minSeconds}
+   * have passed (and, with {@code compilerQuiet}, no rank's JIT compiled anything during the last
+   * batch), or {@code maxSeconds}; the ranks agree on each batch's time and compilation through the
+   * control communicator. Returns the last batch's call times.
+   */
+  private long[] warmUp(Runnable call, int minCalls, double minSeconds, double maxSeconds, boolean compilerQuiet) {
+    CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+    boolean measurable = compilerQuiet && jit != null && jit.isCompilationTimeMonitoringSupported();
     long[] warm = new long[0];
-    double[] e = new double[1];
+    double[] e = new double[2];  // seconds of the batch, milliseconds the JIT compiled during it
     double spent = 0;
     long done = 0;
     for (int k = Math.max(1, Math.min(minCalls, 64)); ; k = Math.min(2 * k, 1 << 20)) {
-      if (done > 0 && ((done >= minCalls && spent >= minSeconds) || spent >= maxSeconds)) break;
+      boolean quiet = !measurable || (done > 0 && e[1] == 0);
+      if (done > 0 && ((done >= minCalls && spent >= minSeconds && quiet) || spent >= maxSeconds)) break;
       warm = new long[k];
+      long c0 = measurable ? jit.getTotalCompilationTime() : 0;
       long t0 = System.nanoTime();
       for (int i = 0; i < k; i++) {
         long s0 = System.nanoTime();
@@ -357,17 +373,19 @@ final class RankWorker {
         warm[i] = System.nanoTime() - s0;
       }
       e[0] = (System.nanoTime() - t0) / 1e9;
+      e[1] = measurable ? jit.getTotalCompilationTime() - c0 : 0;
       ctrl.allReduce(HostTensor.of(e), ReduceOp.MAX);
       spent += e[0];
       done += k;
+      if (measurable && e[1] > 0) k = Math.max(32, k / 2);  // batches of about the same length until a quiet one
     }
     return warm;
   }
 
   /**
    * Before the first row: every communicator under test (and the TCP baseline) runs its smallest
-   * call until the JIT has compiled the call path: at least {@link #JIT_CALLS} calls and 1 s, at most
-   * 10 s. Without it the first rows time the interpreter and the compiler threads, which take the
+   * call until the JIT has compiled the call path: at least {@link #JIT_CALLS} calls and 1 s, and
+   * until a batch of calls passes in which no rank's JIT compiled anything, at most 10 s. Without it the first rows time the interpreter and the compiler threads, which take the
    * cores the ranks wait on (1 KB host allReduce, 2 ranks on 2 cores: median 300-560 us over the
    * first 1,000 calls, 2.9 us over 20,000).
    */
@@ -377,9 +395,9 @@ final class RankWorker {
       b.upload();
       for (Map.Entry<String, Communicator> c : comms.entrySet()) {
         if (c.getKey().equals("CONTROL")) continue;
-        warmUp(b.din != null ? call(c.getValue(), b.din, b.dres, l) : call(c.getValue(), b.in, b.res, l), JIT_CALLS, 1.0, 10.0);
+        warmUp(b.din != null ? call(c.getValue(), b.din, b.dres, l) : call(c.getValue(), b.in, b.res, l), JIT_CALLS, 1.0, 10.0, true);
       }
-      if (tcp != null) warmUp(() -> tcp.allReduce(b.in, b.res, op), JIT_CALLS, 1.0, 10.0);
+      if (tcp != null) warmUp(() -> tcp.allReduce(b.in, b.res, op), JIT_CALLS, 1.0, 10.0, true);
     }
   }
 

@@ -29,19 +29,17 @@ final class DdaCollectives {
   }
 
   void flatAllReduce(HostCall c) {
-    int es = c.dtype().size();
-    ShmContext.forEachChunk(c.count(), x.staging / es, (off, k, first) -> {
-      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
-      x.sync(c, first);
-      reduceInto(c.dtype(), c.op(), x.inputs, zeroOffsets, k, c.out(), off);
-      x.end(c);
-    });
+    x.run(c, c.count(), c.dtype().size(), (off, k, a) -> stageOwn(c, off, k, a),
+        (off, k, a) -> reduceInto(c.dtype(), c.op(), a, zeroOffsets, k, c.out(), off));
   }
+
+  /** Stages this rank's input elements [off, off + k) at the start of its area. */
+  private void stageOwn(HostCall c, long off, int k, ByteBuffer[] a) { c.in().copyTo(off, k, a[x.rank], 0); }
 
   void treeAllReduce(HostCall c) {
     int es = c.dtype().size();
     int[] offs = new int[x.size];
-    ShmContext.forEachChunk(c.count(), x.staging / es, (off, k, first) -> {
+    x.forEachChunk(c, c.count(), x.staging / es, (off, k, first) -> {
       if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
       x.sync(c, first);
       // reduce-scatter: this rank reduces its slice from every peer into its result area
@@ -63,11 +61,8 @@ final class DdaCollectives {
 
   void allGather(HostCall c) {
     long count = c.count();
-    ShmContext.forEachChunk(count, x.staging / c.dtype().size(), (off, k, first) -> {
-      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
-      x.sync(c, first);
-      for (int p = 0; p < x.size; p++) c.out().copyFrom(x.inputs[p], 0, p * count + off, k);
-      x.end(c);
+    x.run(c, count, c.dtype().size(), (off, k, a) -> stageOwn(c, off, k, a), (off, k, a) -> {
+      for (int p = 0; p < x.size; p++) c.out().copyFrom(a[p], 0, p * count + off, k);
     });
   }
 
@@ -77,7 +72,7 @@ final class DdaCollectives {
     long count = c.count();
     int n = x.size;
     int[] offs = new int[n];
-    ShmContext.forEachChunk(count, Math.max(1, x.staging / (n * es)), (off, k, first) -> {
+    x.forEachChunk(c, count, Math.max(1, x.staging / (n * es)), (off, k, first) -> {
       if (c.problem() == null) {
         for (int p = 0; p < n; p++) c.in().copyTo(p * count + off, k, x.inputs[x.rank], p * k * es);
       }
@@ -94,22 +89,16 @@ final class DdaCollectives {
 
   void broadcast(HostCall c) {
     int root = c.root();
-    ShmContext.forEachChunk(c.count(), x.staging / c.dtype().size(), (off, k, first) -> {
-      if (c.problem() == null && x.rank == root) c.in().copyTo(off, k, x.inputs[x.rank], 0);
-      x.sync(c, first);
-      c.out().copyFrom(x.inputs[root], 0, off, k);
-      x.end(c);
-    });
+    x.run(c, c.count(), c.dtype().size(), (off, k, a) -> {
+      if (x.rank == root) stageOwn(c, off, k, a);
+    }, (off, k, a) -> c.out().copyFrom(a[root], 0, off, k));
   }
 
   /** reduce: every rank stages its chunk; the root reduces them all into its output. */
   void reduce(HostCall c) {
     boolean root = x.rank == c.root();
-    ShmContext.forEachChunk(c.count(), x.staging / c.dtype().size(), (off, k, first) -> {
-      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
-      x.sync(c, first);
-      if (root) reduceInto(c.dtype(), c.op(), x.inputs, zeroOffsets, k, c.out(), off);
-      x.end(c);
+    x.run(c, c.count(), c.dtype().size(), (off, k, a) -> stageOwn(c, off, k, a), (off, k, a) -> {
+      if (root) reduceInto(c.dtype(), c.op(), a, zeroOffsets, k, c.out(), off);
     });
   }
 
@@ -117,11 +106,8 @@ final class DdaCollectives {
   void gather(HostCall c) {
     long count = c.count();
     boolean root = x.rank == c.root();
-    ShmContext.forEachChunk(count, x.staging / c.dtype().size(), (off, k, first) -> {
-      if (c.problem() == null) c.in().copyTo(off, k, x.inputs[x.rank], 0);
-      x.sync(c, first);
-      if (root) for (int p = 0; p < x.size; p++) c.out().copyFrom(x.inputs[p], 0, p * count + off, k);
-      x.end(c);
+    x.run(c, count, c.dtype().size(), (off, k, a) -> stageOwn(c, off, k, a), (off, k, a) -> {
+      if (root) for (int p = 0; p < x.size; p++) c.out().copyFrom(a[p], 0, p * count + off, k);
     });
   }
 
@@ -130,7 +116,7 @@ final class DdaCollectives {
     int es = c.dtype().size();
     long count = c.count();
     int n = x.size, root = c.root();
-    ShmContext.forEachChunk(count, Math.max(1, x.staging / (n * es)), (off, k, first) -> {
+    x.forEachChunk(c, count, Math.max(1, x.staging / (n * es)), (off, k, first) -> {
       if (c.problem() == null && x.rank == root) {
         for (int p = 0; p < n; p++) c.in().copyTo(p * count + off, k, x.inputs[x.rank], p * k * es);
       }
@@ -146,7 +132,7 @@ final class DdaCollectives {
    */
   void allGatherV(HostCall c) {
     PerRankCounts pc = c.plan().counts();  // null only with a local problem, which raises at the first sync
-    ShmContext.forEachChunk(pc == null ? 0 : pc.max(), x.staging / c.dtype().size(), (off, k, first) -> {
+    x.forEachChunk(c, pc == null ? 0 : pc.max(), x.staging / c.dtype().size(), (off, k, first) -> {
       if (c.problem() == null) {
         int mine = part(pc.count(x.rank), off, k);
         if (mine > 0) c.in().copyTo(off, mine, x.inputs[x.rank], 0);
@@ -166,7 +152,7 @@ final class DdaCollectives {
     int n = x.size;
     int[] offs = new int[n];
     PerRankCounts pc = c.plan().counts();
-    ShmContext.forEachChunk(pc == null ? 0 : pc.max(), Math.max(1, x.staging / (n * es)), (off, k, first) -> {
+    x.forEachChunk(c, pc == null ? 0 : pc.max(), Math.max(1, x.staging / (n * es)), (off, k, first) -> {
       if (c.problem() == null) {
         for (int p = 0; p < n; p++) {
           int kp = part(pc.count(p), off, k);

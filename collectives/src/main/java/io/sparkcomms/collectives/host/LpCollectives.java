@@ -103,7 +103,7 @@ final class LpCollectives {
     int kmax = lpChunk(1);
     while (kmax > 1 && lpRunOffsets(kmax, runOff) > x.staging) kmax -= Math.max(1, kmax / 64);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    ShmContext.forEachChunk(count, kmax, (off, k, first) -> {
+    x.forEachChunk(c, count, kmax, (off, k, first) -> {
       lpRunOffsets(k, runOff);
       if (c.problem() == null) {
         readFloats(c.in(), off, k, fa);
@@ -162,7 +162,7 @@ final class LpCollectives {
     long count = c.count();
     int kmax = lpChunk(1);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    ShmContext.forEachChunk(count, kmax, (off, k, first) -> {
+    x.forEachChunk(c, count, kmax, (off, k, first) -> {
       if (c.problem() == null) {
         readFloats(c.in(), off, k, fa);
         quantizer.quantize(fa, 0, k, x.inputs[x.rank], 0);
@@ -179,7 +179,7 @@ final class LpCollectives {
     int n = x.size;
     int kmax = lpChunk(n);
     ensureFloatScratch((int) Math.min(kmax, Math.max(count, 1)));
-    ShmContext.forEachChunk(count, kmax, (off, k, first) -> {
+    x.forEachChunk(c, count, kmax, (off, k, first) -> {
       int run = BlockQuantizer.encodedBytes(k, quantizer.blockSize());
       if (c.problem() == null) {
         for (int p = 0; p < n; p++) {

@@ -9,6 +9,14 @@ import java.nio.ByteOrder;
  * areas) and the steps of every call over it. A call publishes its descriptor and passes the first
  * barrier ({@link #begin}: mismatches raise on every rank), then each chunk ends with a barrier
  * ({@link #end}), so no rank overwrites an area a peer still reads.
+ *
+ * <p><b>Calls of one barrier.</b> A call whose staged part fits half an input area ({@link #run})
+ * stages it in the half of its call's parity and ends at its first barrier: its peers may still
+ * read that half when this rank returns. Ordering argument: the next call that writes the same
+ * half is call s+2 at the earliest, and every rank passes the first barrier of call s+1 only after
+ * every rank has arrived there, that is, finished reading call s; a call that writes the whole
+ * input or result area first passes that barrier ({@link #settle}) and then stages. So each call
+ * of one chunk costs one hand-over between the ranks instead of two.
  */
 final class ShmContext {
   final int rank;
@@ -19,9 +27,17 @@ final class ShmContext {
   final ByteBuffer[] inputs;
   /** Per rank: [S, 2S) of its data region. */
   final ByteBuffer[] results;
+  /** Bytes per half input area (a multiple of 64). */
+  final int halfStaging;
+  /** By parity, per rank: [0, H) or [H, 2H) of its input area, H = {@link #halfStaging}. */
+  private final ByteBuffer[][] halves;
   private final ShmSegment seg;
   private final ShmSignals signals;
   private long seq;
+  /** The last call ended at its first barrier: peers may still read its half of the input areas. */
+  private boolean readsPending;
+  /** {@link #settle} passed the current call's first barrier already. */
+  private boolean settled;
 
   ShmContext(ShmSegment seg, ShmSignals signals, int rank, int size) {
     this.seg = seg;
@@ -35,6 +51,14 @@ final class ShmContext {
       ByteBuffer d = seg.data[r];
       inputs[r] = d.duplicate().position(0).limit(staging).slice().order(ByteOrder.nativeOrder());
       results[r] = d.duplicate().position(staging).limit(2 * staging).slice().order(ByteOrder.nativeOrder());
+    }
+    this.halfStaging = staging / 2 & ~63;
+    this.halves = new ByteBuffer[2][size];
+    for (int h = 0; h < 2; h++) {
+      for (int r = 0; r < size; r++) {
+        int at = h * halfStaging;
+        halves[h][r] = inputs[r].duplicate().position(at).limit(at + halfStaging).slice().order(ByteOrder.nativeOrder());
+      }
     }
   }
 
@@ -51,6 +75,7 @@ final class ShmContext {
    * finished reading the descriptors of call s.
    */
   void begin(HostCall c) {
+    readsPending = false;  // every rank arrives here only after finishing its previous call
     long s = ++seq;
     ByteBuffer b = seg.ctrl;
     CallDescriptor mine = CallDescriptor.of(s, c);
@@ -71,10 +96,25 @@ final class ShmContext {
     }
   }
 
-  /** First barrier of a call (with the descriptor check) or of a later chunk. */
+  /**
+   * Before a call stages into areas a previous call of one barrier may still be read from: passes
+   * the current call's first barrier now (with the descriptor check), so its {@link #sync} of the
+   * first chunk is a plain barrier.
+   */
+  void settle(HostCall c) {
+    if (!readsPending) return;
+    begin(c);
+    settled = true;
+  }
+
+  /** First barrier of a call (with the descriptor check, unless {@link #settle} did it) or of a later chunk. */
   void sync(HostCall c, boolean first) {
-    if (first) begin(c);
-    else signals.barrier(label(c));
+    if (first && !settled) {
+      begin(c);
+    } else {
+      settled = false;
+      signals.barrier(label(c));
+    }
   }
 
   /** A barrier inside a chunk, {@code step} naming it for errors. */
@@ -89,11 +129,44 @@ final class ShmContext {
     void run(long off, int k, boolean first);
   }
 
+  /** Part of a chunk over elements [off, off + k) staged in {@code areas}, one per rank. */
+  @FunctionalInterface
+  interface Part {
+    void run(long off, int k, ByteBuffer[] areas);
+  }
+
+  /**
+   * A call that stages at most {@code count} elements of {@code elementSize} bytes per rank into the
+   * input areas, in chunks: {@code stage} writes this rank's part of a chunk (skipped for a call
+   * with a local problem), then the ranks sync, then {@code read} reads the peers' parts. A call
+   * that fits half an input area runs in one chunk on the half of its parity and ends at its first
+   * barrier (see the class comment); a larger one ends each chunk with a barrier.
+   */
+  void run(HostCall c, long count, int elementSize, Part stage, Part read) {
+    if (count <= halfStaging / elementSize) {
+      ByteBuffer[] areas = halves[(int) ((seq + 1) & 1)];  // the parity of the call begin() numbers next
+      int k = (int) Math.max(0, count);
+      if (c.problem() == null) stage.run(0, k, areas);
+      begin(c);
+      read.run(0, k, areas);
+      readsPending = true;
+      return;
+    }
+    forEachChunk(c, count, staging / elementSize, (off, k, first) -> {
+      if (c.problem() == null) stage.run(off, k, inputs);
+      sync(c, first);
+      read.run(off, k, inputs);
+      end(c);
+    });
+  }
+
   /**
    * Runs {@code body} over [0, count) in chunks of at most {@code kmax} elements — at least once, so
-   * an empty call still passes the first barrier and its descriptor check.
+   * an empty call still passes the first barrier and its descriptor check. The body stages, syncs
+   * and ends each chunk itself; a previous call's pending reads are settled first.
    */
-  static void forEachChunk(long count, int kmax, Chunk body) {
+  void forEachChunk(HostCall c, long count, int kmax, Chunk body) {
+    settle(c);
     boolean first = true;
     for (long off = 0; first || off < count; off += kmax, first = false) {
       body.run(off, (int) Math.min(kmax, count - off), first);

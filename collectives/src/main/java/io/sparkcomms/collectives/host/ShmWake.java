@@ -243,10 +243,10 @@ final class ShmWake implements AutoCloseable {
         it.remove();
         SocketChannel c = (SocketChannel) k.channel();
         int got;
-        do {
+        do {  // a read that fills less than the sink emptied the socket; a byte left only wakes the next sleep early
           sink.clear();
           got = c.read(sink);
-        } while (got > 0);
+        } while (got == sink.capacity());
         if (got < 0) k.cancel();  // the peer closed its end; its shared detached flag says so
       }
     } catch (IOException | RuntimeException e) {
