@@ -362,7 +362,7 @@ final class RankWorker {
     double spent = 0;
     long done = 0;
     for (int k = Math.max(1, Math.min(minCalls, 64)); ; k = Math.min(2 * k, 1 << 20)) {
-      boolean quiet = !measurable || (done > 0 && e[1] == 0);
+      boolean quiet = !compilerQuiet || (done > 0 && e[1] == 0);  // agreed values only: every rank makes the same calls
       if (done > 0 && ((done >= minCalls && spent >= minSeconds && quiet) || spent >= maxSeconds)) break;
       warm = new long[k];
       long c0 = measurable ? jit.getTotalCompilationTime() : 0;
@@ -377,7 +377,7 @@ final class RankWorker {
       ctrl.allReduce(HostTensor.of(e), ReduceOp.MAX);
       spent += e[0];
       done += k;
-      if (measurable && e[1] > 0) k = Math.max(32, k / 2);  // batches of about the same length until a quiet one
+      if (compilerQuiet && e[1] > 0) k = Math.max(32, k / 2);  // batches of about the same length until a quiet one
     }
     return warm;
   }

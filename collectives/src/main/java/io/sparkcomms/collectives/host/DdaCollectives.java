@@ -13,7 +13,8 @@ import java.util.Arrays;
  * The full-precision host algorithms (direct access to every rank's areas): the flat one-shot and
  * tree two-shot allReduce, allGather, reduceScatter, allToAll, broadcast, the rooted reduce, gather
  * and scatter, and the per-rank-count allGatherV and reduceScatterV. Each chunk: stage this
- * rank's part into its input area, sync, read the peers' areas, end barrier. A call with a local
+ * rank's part into its input area, sync, read the peers' areas, end barrier; a call that fits half
+ * an input area has one chunk and no end barrier ({@link ShmContext#run}). A call with a local
  * problem ({@link HostCall#problem()}) stages nothing and raises at the first sync.
  */
 final class DdaCollectives {

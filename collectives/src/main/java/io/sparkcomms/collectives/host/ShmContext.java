@@ -102,6 +102,7 @@ final class ShmContext {
    * first chunk is a plain barrier.
    */
   void settle(HostCall c) {
+    settled = false;  // a call that raised between its settle and its first sync leaves no trace
     if (!readsPending) return;
     begin(c);
     settled = true;
