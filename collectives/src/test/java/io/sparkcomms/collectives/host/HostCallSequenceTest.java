@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.CallOptions;
+import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.HostTensor;
@@ -21,7 +22,8 @@ import org.junit.jupiter.api.Test;
  * Long random sequences of mixed host calls, every output checked: calls that end at their first
  * barrier (one chunk in half an input area: small allReduce, allGather, broadcast, reduce, gather,
  * barrier) next to calls that write the whole input or result area (chunked allReduce, tree,
- * reduceScatter, allToAll), with random delays before calls, so that a rank that returned early
+ * reduceScatter, allToAll, scatter) and calls whose counts disagree (every rank must raise
+ * CommMismatchException and go on), with random delays before calls, so that a rank that returned early
  * stages its next call while a peer still reads the last one. Inputs are random integers in float64,
  * so every reference sum is exact and any element read from the wrong call is caught; outputs are
  * poisoned with NaN first.
@@ -37,7 +39,7 @@ class HostCallSequenceTest {
 
   @Test void threeRanks() { run(3, 20261204L); }
 
-  private enum Kind { ALL_REDUCE, ALL_REDUCE_CHUNKED, ALL_REDUCE_TREE, ALL_GATHER, BROADCAST, REDUCE, GATHER, REDUCE_SCATTER, ALL_TO_ALL, BARRIER }
+  private enum Kind { ALL_REDUCE, ALL_REDUCE_CHUNKED, ALL_REDUCE_TREE, ALL_GATHER, BROADCAST, REDUCE, GATHER, REDUCE_SCATTER, ALL_TO_ALL, SCATTER, BARRIER, MISMATCH }
 
   /** Call i of the sequence: the same on every rank (one seed), each rank's input its own. */
   private record Call(Kind kind, int count, int root, long inputSeed) {}
@@ -53,7 +55,8 @@ class HostCallSequenceTest {
         case ALL_GATHER, GATHER -> 1 + r.nextInt(HALF);
         case ALL_REDUCE_CHUNKED -> HALF + 1 + r.nextInt(3 * HALF);
         case ALL_REDUCE_TREE -> 1 + r.nextInt(3 * HALF);
-        case REDUCE_SCATTER, ALL_TO_ALL -> 1 + r.nextInt(HALF / n);
+        case REDUCE_SCATTER, ALL_TO_ALL, SCATTER -> 1 + r.nextInt(HALF / n);
+        case MISMATCH -> 1 + r.nextInt(3 * HALF);
         case BARRIER -> 0;
       };
       calls.add(new Call(k, count, r.nextInt(n), r.nextLong()));
@@ -139,9 +142,23 @@ class HostCallSequenceTest {
         for (int p = 0; p < n; p++) System.arraycopy(input(c, p, n * k), rank * k, ref, p * k, k);
         return compare(out, ref);
       }
+      case SCATTER -> {
+        double[] in = input(c, rank, n * k), out = poisoned(k);
+        comm.scatter(rank == c.root() ? HostTensor.of(in) : null, HostTensor.of(out), c.root());
+        return compare(out, Arrays.copyOfRange(input(c, c.root(), n * k), rank * k, rank * k + k));
+      }
       case BARRIER -> {
         comm.barrier();
         return null;
+      }
+      case MISMATCH -> {  // rank r passes k + r elements: every rank must raise, and the next call work
+        double[] x = input(c, rank, k + rank);
+        try {
+          comm.allReduce(HostTensor.of(x), HostTensor.of(poisoned(k + rank)), ReduceOp.SUM);
+          return "a mismatched allReduce (count " + (k + rank) + " here) returned";
+        } catch (CommMismatchException e) {
+          return null;
+        }
       }
       default -> throw new AssertionError(c.kind());
     }
