@@ -41,6 +41,23 @@ public final class Comms {
   }
 
   /**
+   * The communicator of ranks that may run on several nodes: the ranks of each node share a host
+   * shared-memory communicator, the nodes talk over {@code transport}
+   * ({@link io.sparkcomms.collectives.hier.HierarchicalCommunicator}); ranks that all name one node get
+   * the plain host backend. {@code node} names this rank's node (ranks of one node must share
+   * /dev/shm). Host tensors only: the GPU backend is refused across nodes.
+   */
+  public static Communicator createAcrossNodes(Rendezvous rendezvous, String node, io.sparkcomms.collectives.net.Transport transport,
+      CommOptions options) {
+    if (options.backend() == CommOptions.Backend.GPU) {
+      throw new IllegalArgumentException("the GPU backend does not span nodes: a communicator across nodes uses the host backend "
+          + "inside each node (backend auto or host)");
+    }
+    agree(rendezvous, options, "host+net");
+    return io.sparkcomms.collectives.hier.HierarchicalComms.create(rendezvous, node, transport, options);
+  }
+
+  /**
    * Every rank learns every rank's backend and {@link CommOptions#agreedSettings()}; all raise
    * {@link CommMismatchException} naming the differences when one rank differs from rank 0 (under AUTO
    * one executor with a GPU and one without would otherwise build different backends against each other).

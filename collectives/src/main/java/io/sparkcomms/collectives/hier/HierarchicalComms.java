@@ -1,0 +1,96 @@
+package io.sparkcomms.collectives.hier;
+
+import io.sparkcomms.collectives.CommException;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.host.HostCommunicator;
+import io.sparkcomms.collectives.net.Mesh;
+import io.sparkcomms.collectives.net.MeshRendezvous;
+import io.sparkcomms.collectives.net.Transport;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+
+/**
+ * Builds the communicator of ranks that may run on several nodes (through
+ * {@code Comms.createAcrossNodes}, which first compares the ranks' settings).
+ *
+ * <p>Rendezvous rounds on the world rendezvous: every rank's node name and transport address (and
+ * rank 0's world id); when all name one node the rest is the host backend's own creation on the
+ * same rendezvous. Otherwise: every rank attaches its mesh to the transport, a round makes sure all
+ * have (so no message reaches a process before it listens for it), each node builds its
+ * shared-memory communicator over the mesh, and a last round reports every node's outcome, so a node
+ * that failed fails every rank.
+ */
+public final class HierarchicalComms {
+  /** Longest node name accepted from a peer. */
+  public static final int MAX_NODE_NAME = 255;
+  /** Longest transport address accepted from a peer. */
+  public static final int MAX_ADDRESS = 512;
+
+  private HierarchicalComms() {}
+
+  /** The communicator of {@code rv.rank()}, which runs on {@code node}; {@code transport} carries the cross-node leg. */
+  public static Communicator create(Rendezvous rv, String node, Transport transport, CommOptions o) {
+    checkName("node name", node, MAX_NODE_NAME);
+    String address = transport.address();
+    checkName("transport address", address, MAX_ADDRESS);
+    byte[] id = new byte[8];
+    new SecureRandom().nextBytes(id);
+    String mine = node + "\n" + address + "\n" + HexFormat.of().formatHex(id);
+    byte[][] all = rv.allGather(mine.getBytes(StandardCharsets.UTF_8), o.timeout());
+    int n = rv.size();
+    String[] nodes = new String[n], addresses = new String[n];
+    long worldId = 0;
+    for (int p = 0; p < n; p++) {
+      String[] parts = new String(all[p], StandardCharsets.UTF_8).split("\n", -1);
+      try {
+        if (parts.length != 3) throw new IllegalArgumentException("fields");
+        nodes[p] = checkName("node name", parts[0], MAX_NODE_NAME);
+        addresses[p] = checkName("transport address", parts[1], MAX_ADDRESS);
+        if (p == 0) worldId = parts[2].length() == 16 ? HexFormat.fromHexDigitsToLong(parts[2]) : badId();
+      } catch (RuntimeException e) {
+        throw new CommException("rank " + rv.rank() + ": rank " + p + " sent an unreadable node greeting (" + e.getMessage() + ")");
+      }
+    }
+    NodeLayout layout = new NodeLayout(nodes);
+    if (layout.nodeCount() == 1) return HostCommunicator.create(rv, o);
+    int r = rv.rank();
+    Mesh mesh = new Mesh(transport, worldId, r, addresses);
+    Communicator local = null;
+    try {
+      rv.allGather(new byte[0], o.timeout());  // every rank's mesh listens before any message is sent
+      String err = null;
+      int[] members = layout.members(layout.nodeOf(r));
+      try {
+        local = HostCommunicator.create(new MeshRendezvous(mesh, members), o);
+      } catch (RuntimeException e) {
+        err = "the ranks of node " + layout.nodeName(layout.nodeOf(r)) + " (world ranks " + java.util.Arrays.toString(members)
+            + ") could not build their shared-memory communicator (ranks that name one node must share /dev/shm): " + e.getMessage();
+      }
+      byte[][] st = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
+      for (int p = 0; p < n; p++) {
+        String s = new String(st[p], StandardCharsets.UTF_8);
+        if (s.startsWith("ERR ")) throw new CommException("rank " + r + ": rank " + p + ": " + s.substring(4));
+        if (!s.equals("OK")) throw new CommException("rank " + r + ": rank " + p + " sent an unreadable creation status");
+      }
+      return new HierarchicalCommunicator(r, o, layout, mesh, local);
+    } catch (RuntimeException e) {
+      if (local != null) local.close();
+      mesh.close();
+      throw e;
+    }
+  }
+
+  private static long badId() { throw new IllegalArgumentException("world id"); }
+
+  private static String checkName(String what, String s, int max) {
+    if (s == null || s.isEmpty() || s.length() > max) throw new IllegalArgumentException(what + " empty or longer than " + max);
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x21 || c > 0x7e) throw new IllegalArgumentException(what + " '" + s + "' has a character outside printable ASCII");
+    }
+    return s;
+  }
+}

@@ -1,0 +1,650 @@
+package io.sparkcomms.collectives.hier;
+
+import io.sparkcomms.collectives.AbstractCommunicator;
+import io.sparkcomms.collectives.BatchSendRecv;
+import io.sparkcomms.collectives.CallOptions;
+import io.sparkcomms.collectives.Collective;
+import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommCapacityException;
+import io.sparkcomms.collectives.CommException;
+import io.sparkcomms.collectives.CommMismatchException;
+import io.sparkcomms.collectives.CommOptions;
+import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.HalfFloats;
+import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.PerRankCounts;
+import io.sparkcomms.collectives.Protocol;
+import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Splits;
+import io.sparkcomms.collectives.Tensor;
+import io.sparkcomms.collectives.Work;
+import io.sparkcomms.collectives.host.HostReductions;
+import io.sparkcomms.collectives.net.Mesh;
+import io.sparkcomms.collectives.plan.BackendOffer;
+import io.sparkcomms.collectives.plan.PlannedCall;
+import io.sparkcomms.collectives.rendezvous.PairDirectory;
+import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+
+/**
+ * A communicator whose ranks span several nodes: the ranks of one node share a host shared-memory
+ * communicator ({@code local}); the nodes talk over a {@link Mesh} on a network transport. World rank
+ * order is the caller's (the Spark partition order); nodes may hold different numbers of ranks.
+ *
+ * <p>Every call starts with an agreement that doubles as its fingerprint check and makes every
+ * later step unconditional: the local ranks compare the call's description (a local allReduce of its
+ * hash and of a flag for a local argument problem), the node leaders exchange their descriptions,
+ * and each leader broadcasts the verdict to its node. Ranks that disagree anywhere, or a rank whose
+ * arguments are refused, make the call fail on every rank of every node ({@link CommMismatchException};
+ * the refused rank raises {@link IllegalArgumentException}), and the communicator stays usable. After
+ * the agreement only an abort or a timeout can fail a call, and either aborts every rank: this rank
+ * tells every other rank through the mesh, and each aborts its node's communicator, which wakes the
+ * ranks waiting there.
+ *
+ * <p>Algorithms (the cross-node leg is one all-to-all exchange among the ranks involved):
+ * <ul>
+ *   <li>allReduce, small or on uneven nodes: local reduce to the leader, leaders exchange and reduce
+ *       in node order (so every leader computes the same bits), local broadcast.
+ *   <li>allReduce from {@link #SHARD_MIN_BYTES} on nodes of equal size: local reduce-scatter, each shard
+ *       reduced across nodes on its rail (the ranks of the same local rank), local allGather: every
+ *       rank's link carries 1/s of the data.
+ *   <li>allGather(V): local allGather(V), leaders exchange node blocks, local broadcast of the whole.
+ *   <li>broadcast: local broadcast on the root's node, its leader sends to every other leader, local
+ *       broadcast there. reduce, gather, scatter, reduceScatter(V) are composed from these with a
+ *       local copy (their traffic is that of allReduce, allGather or broadcast).
+ *   <li>allToAll(V): directly between every pair of ranks over the mesh; allToAllV agrees on its size
+ *       verdict before any output is written.
+ *   <li>barrier: the agreement itself.
+ * </ul>
+ * AVG is a sum divided by the world size once, at the end; BF16/FP16 reduce in FP32 on both legs and
+ * round once, INT32 AVG sums in INT64 (the shared-memory collectives' accumulation).
+ * Not composed across nodes: point-to-point calls, split, and FP8 on the wire.
+ */
+public final class HierarchicalCommunicator extends AbstractCommunicator {
+  /** From this many bytes (and on nodes of equal size) allReduce shards its cross-node leg over every rank's link. */
+  public static final long SHARD_MIN_BYTES = 256 * 1024;
+  /** Status words a leader broadcasts to its node: verdict code, text length, text (UTF-8, 8 bytes a word). */
+  private static final int STATUS_WORDS = 2 + 128;
+
+  private final NodeLayout layout;
+  private final Mesh mesh;
+  private final Communicator local;
+  private final int node;
+  private final boolean leader;
+  private final int[] leaders;
+  private final int[] rail;  // the shard rail of this rank's local rank, or null (uneven nodes)
+  private final HostReductions reductions = new HostReductions();
+  private long calls;
+  private volatile Duration callTimeout;
+  private volatile boolean aborted;
+
+  HierarchicalCommunicator(int rank, CommOptions options, NodeLayout layout, Mesh mesh, Communicator local) {
+    super(rank, layout.worldSize(), options, BackendOffer.HOST, PairDirectory.fresh());
+    this.layout = layout;
+    this.mesh = mesh;
+    this.local = local;
+    this.node = layout.nodeOf(rank);
+    this.leader = layout.localRank(rank) == 0;
+    this.leaders = layout.leaders();
+    this.rail = layout.uniform() ? layout.rail(layout.localRank(rank)) : null;
+    mesh.onAbort(reason -> {
+      aborted = true;
+      local.abort(reason);
+    });
+  }
+
+  /** Which node each rank runs on. */
+  public NodeLayout layout() { return layout; }
+
+  @Override public String backendName() { return "host+net"; }
+
+  @Override public void abort(String reason) {
+    aborted = true;
+    mesh.abort(reason);
+    local.abort(reason);
+    abortChildren(reason);
+  }
+
+  @Override public boolean isAborted() { return aborted || mesh.isAborted() || local.isAborted(); }
+
+  @Override protected String abortReason() {
+    String r = mesh.abortReason();
+    return r != null ? r : "a rank aborted it, or a call failed";
+  }
+
+  @Override protected void useCallTimeout(Duration t) { callTimeout = t; }
+
+  @Override protected AbstractCommunicator createChild(Rendezvous rv) {
+    throw new UnsupportedOperationException("split of a communicator that spans nodes is not supported: split the node's "
+        + "own communicator, or build one per group");
+  }
+
+  @Override protected void release() {
+    try {
+      local.close();
+    } finally {
+      mesh.close();
+    }
+  }
+
+  // point-to-point is not composed across nodes: refused before any peer is involved
+  @Override public void send(Tensor tensor, int peer) { throw p2p(); }
+  @Override public void recv(Tensor tensor, int peer) { throw p2p(); }
+  @Override public Work sendAsync(Tensor tensor, int peer) { throw p2p(); }
+  @Override public Work recvAsync(Tensor tensor, int peer) { throw p2p(); }
+  @Override public BatchSendRecv batch() { throw p2p(); }
+
+  private static UnsupportedOperationException p2p() {
+    return new UnsupportedOperationException("send/recv between the ranks of a communicator that spans nodes is not supported; "
+        + "use allToAllV, or split the node's own communicator");
+  }
+
+  // ------------------------------------------------------------------ dispatch
+
+  @Override protected Protocol execute(PlannedCall p) {
+    if (isAborted()) {
+      aborted = true;
+      throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason());
+    }
+    long call = calls++;
+    long deadline = System.nanoTime() + timeout().toNanos();
+    Communicator loc = callTimeout == null ? local : local.withOptions(CallOptions.timeout(callTimeout));
+    String problem = p.problem();
+    if (problem == null) problem = HostReductions.aliasingProblem(p, rank);
+    try {
+      agree(loc, call, 0, describe(p), problem, deadline);
+    } catch (CommMismatchException | IllegalArgumentException e) {
+      throw e;  // every rank raised at this call; the communicator stays usable
+    } catch (RuntimeException e) {
+      throw failed(p, e);
+    } catch (Error e) {
+      throw failed(p, e);
+    }
+    try {
+      return run(loc, call, p, deadline);
+    } catch (CommCapacityException e) {
+      throw e;  // an agreed verdict (allToAllV sizes)
+    } catch (RuntimeException e) {
+      throw failed(p, e);
+    } catch (Error e) {
+      throw failed(p, e);
+    }
+  }
+
+  private <T extends Throwable> T failed(PlannedCall p, T e) {
+    try {
+      abort(p.kind().apiName() + " failed on rank " + rank + ": " + e);
+    } catch (RuntimeException t) {
+      e.addSuppressed(t);
+    }
+    return e;
+  }
+
+  private Duration timeout() { Duration t = callTimeout; return t != null ? t : options.timeout(); }
+
+  private Protocol run(Communicator loc, long call, PlannedCall p, long deadline) {
+    HostTensor in = (HostTensor) p.in(), out = (HostTensor) p.out();
+    int n = size;
+    switch (p.kind()) {
+      case BARRIER:
+        return Protocol.FLAT;
+      case ALL_REDUCE:
+        return allReduce(loc, call, in, out, p.op(), (int) p.count(), deadline);
+      case REDUCE: {
+        HostTensor tmp = HostTensor.allocate(p.dtype(), (int) p.count());
+        Protocol pr = allReduce(loc, call, in, tmp, p.op(), (int) p.count(), deadline);
+        if (rank == p.root()) copy(tmp, 0, out, 0, (int) p.count());
+        return pr;
+      }
+      case REDUCE_SCATTER: {
+        int c = (int) p.count();
+        HostTensor tmp = HostTensor.allocate(p.dtype(), c * n);
+        Protocol pr = allReduce(loc, call, prefix(in, c * n), tmp, p.op(), c * n, deadline);
+        copy(tmp, (long) rank * c, out, 0, c);
+        return pr;
+      }
+      case REDUCE_SCATTER_V: {
+        PerRankCounts pc = p.counts();
+        int total = (int) pc.total();
+        HostTensor tmp = HostTensor.allocate(p.dtype(), total);
+        Protocol pr = allReduce(loc, call, prefix(in, total), tmp, p.op(), total, deadline);
+        copy(tmp, pc.start(rank), out, 0, (int) pc.count(rank));
+        return pr;
+      }
+      case ALL_GATHER: {
+        long[] counts = new long[n];
+        java.util.Arrays.fill(counts, p.count());
+        allGather(loc, call, in, out, PerRankCounts.of(counts, n), deadline);
+        return Protocol.FLAT;
+      }
+      case ALL_GATHER_V:
+        allGather(loc, call, in, out, p.counts(), deadline);
+        return Protocol.FLAT;
+      case GATHER: {
+        int c = (int) p.count();
+        long[] counts = new long[n];
+        java.util.Arrays.fill(counts, c);
+        HostTensor all = rank == p.root() ? out : HostTensor.allocate(p.dtype(), c * n);
+        allGather(loc, call, in, all, PerRankCounts.of(counts, n), deadline);
+        return Protocol.FLAT;
+      }
+      case BROADCAST:
+        broadcast(loc, call, in, out, p.root(), (int) p.count(), deadline);
+        return Protocol.FLAT;
+      case SCATTER: {
+        int c = (int) p.count();
+        HostTensor all = HostTensor.allocate(p.dtype(), c * n);
+        broadcast(loc, call, rank == p.root() ? prefix(in, c * n) : all, all, p.root(), c * n, deadline);
+        copy(all, (long) rank * c, out, 0, c);
+        return Protocol.FLAT;
+      }
+      case ALL_TO_ALL: {
+        int c = (int) p.count();
+        long[] counts = new long[n], offs = new long[n];
+        for (int j = 0; j < n; j++) {
+          counts[j] = c;
+          offs[j] = (long) j * c;
+        }
+        allToAll(loc, call, in, counts, offs, out, offs, null, deadline);
+        return Protocol.FLAT;
+      }
+      case ALL_TO_ALL_V:
+        return allToAllV(loc, call, p, deadline);
+      default:
+        throw new AssertionError(p.kind());
+    }
+  }
+
+  // ------------------------------------------------------------------ agreement
+
+  /**
+   * The call's agreement (see the class comment): returns when every rank of every node makes this
+   * call with its arguments accepted; otherwise raises on every rank.
+   */
+  private void agree(Communicator loc, long call, int step, String description, String problem, long deadline) {
+    long h = fnv(description) & Long.MAX_VALUE;
+    long[] v = {h, -h, problem != null ? 1 : 0};
+    loc.allReduce(HostTensor.of(v), ReduceOp.MAX);
+    String nodeVerdict = v[0] != -v[1] ? "the ranks of node " + layout.nodeName(node) + " (world ranks "
+        + java.util.Arrays.toString(layout.members(node)) + ") make different calls"
+        : v[2] != 0 ? "a rank of node " + layout.nodeName(node) + " (world ranks " + java.util.Arrays.toString(layout.members(node))
+            + ") refused its arguments" : null;
+    long[] status = new long[STATUS_WORDS];
+    if (leader) {
+      String verdict = leadersAgree(call, step, description, nodeVerdict, deadline);
+      pack(status, verdict);
+    }
+    loc.broadcast(HostTensor.of(status), 0);
+    if (status[0] != 0) {
+      String verdict = unpack(status);
+      if (problem != null) throw new IllegalArgumentException(problem);
+      throw new CommMismatchException("rank " + rank + ": " + verdict);
+    }
+  }
+
+  /** The leaders' exchange of descriptions and node verdicts; null when all agree, else the same text on every leader. */
+  private String leadersAgree(long call, int step, String description, String nodeVerdict, long deadline) {
+    byte[] d = description.getBytes(StandardCharsets.UTF_8);
+    byte[] nv = nodeVerdict == null ? new byte[0] : nodeVerdict.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer mine = ByteBuffer.allocate(9 + d.length + nv.length);
+    mine.put((byte) (nodeVerdict == null ? 0 : 1)).putInt(d.length).put(d).putInt(nv.length).put(nv).flip();
+    ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, step), mine, deadline);
+    String[] desc = new String[all.length];
+    String first = null;
+    for (int i = 0; i < all.length; i++) {
+      ByteBuffer b = all[i];
+      try {
+        boolean failed = b.get() != 0;
+        desc[i] = text(b);
+        String why = text(b);
+        if (failed && first == null) first = why;
+      } catch (RuntimeException e) {
+        throw new CommException("rank " + rank + ": node leader " + leaders[i] + " sent an unreadable agreement message");
+      }
+    }
+    if (first != null) return first;
+    for (int i = 1; i < all.length; i++) {
+      if (!desc[i].equals(desc[0])) {
+        return "the ranks make different calls: rank " + leaders[0] + " " + desc[0] + ", rank " + leaders[i] + " " + desc[i];
+      }
+    }
+    return null;
+  }
+
+  private static String text(ByteBuffer b) {
+    int len = b.getInt();
+    if (len < 0 || len > b.remaining() || len > 64 * 1024) throw new IllegalArgumentException("length");
+    byte[] t = new byte[len];
+    b.get(t);
+    return new String(t, StandardCharsets.UTF_8);
+  }
+
+  private static void pack(long[] status, String verdict) {
+    if (verdict == null) return;
+    byte[] t = verdict.getBytes(StandardCharsets.UTF_8);
+    int len = Math.min(t.length, (STATUS_WORDS - 2) * 8);
+    status[0] = 1;
+    status[1] = len;
+    for (int i = 0; i < len; i++) status[2 + i / 8] |= (t[i] & 0xffL) << (8 * (i % 8));
+  }
+
+  private static String unpack(long[] status) {
+    int len = (int) Math.max(0, Math.min(status[1], (STATUS_WORDS - 2) * 8L));
+    byte[] t = new byte[len];
+    for (int i = 0; i < len; i++) t[i] = (byte) (status[2 + i / 8] >>> (8 * (i % 8)));
+    return new String(t, StandardCharsets.UTF_8);
+  }
+
+  /** What every rank must agree on: collective, dtype, op, count, root, per-rank counts. */
+  private static String describe(PlannedCall p) {
+    StringBuilder sb = new StringBuilder(p.kind().apiName());
+    if (p.kind() == Collective.BARRIER) return sb.toString();
+    sb.append('(').append(p.dtype());
+    if (p.op() != null) sb.append(", ").append(p.op());
+    if (p.kind() != Collective.ALL_TO_ALL_V) sb.append(", count ").append(p.count());
+    if (p.kind().isRooted()) sb.append(", root ").append(p.root());
+    if (p.counts() != null) sb.append(", counts ").append(Long.toHexString(p.counts().fingerprint()));
+    return sb.append(')').toString();
+  }
+
+  private static long fnv(String s) {
+    long h = 0xcbf29ce484222325L;
+    for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
+      h ^= b & 0xff;
+      h *= 0x100000001b3L;
+    }
+    return h;
+  }
+
+  private static long seq(long call, int step) { return call * 16 + step; }
+
+  // ------------------------------------------------------------------ the cross-node exchange
+
+  /**
+   * Sends {@code mine} to every other member and takes what each sent: result {@code [me]} is
+   * {@code mine}. Every member calls it with the same members and sequence number.
+   */
+  private ByteBuffer[] exchange(int[] members, int me, byte channel, long seq, ByteBuffer mine, long deadline) {
+    for (int i = 0; i < members.length; i++) if (i != me) mesh.send(members[i], channel, seq, mine.duplicate());
+    ByteBuffer[] all = new ByteBuffer[members.length];
+    all[me] = mine.duplicate();
+    for (int i = 0; i < members.length; i++) if (i != me) all[i] = mesh.take(members[i], channel, seq, deadline);
+    return all;
+  }
+
+  private static ByteBuffer expect(ByteBuffer b, long bytes, int from) {
+    if (b.remaining() != bytes) {
+      throw new CommException("rank " + from + " sent " + b.remaining() + " bytes where " + bytes + " were agreed");
+    }
+    return b.order(ByteOrder.nativeOrder());
+  }
+
+  // ------------------------------------------------------------------ algorithms
+
+  private Protocol allReduce(Communicator loc, long call, HostTensor in, HostTensor out, ReduceOp op, int c, long deadline) {
+    DataType dt = in.dtype();
+    if (op.kind() == ReduceOp.Kind.AVG && dt == DataType.INT32) {
+      // exact: the sum of INT32 inputs in INT64, divided once, then wrapped as a flat INT32 AVG is
+      long[] wide = new long[c];
+      for (int i = 0; i < c; i++) wide[i] = (long) in.getDouble(i);
+      HostTensor w = HostTensor.of(wide);
+      Protocol p = allReduce(loc, call, w, w, op, c, deadline);
+      for (int i = 0; i < c; i++) out.setDouble(i, (int) wide[i]);
+      return p;
+    }
+    if (dt == DataType.BFLOAT16 || dt == DataType.FLOAT16) {
+      // accumulate in FP32 across both legs and round once, as the shared-memory collectives do
+      float[] wide = new float[c];
+      for (int i = 0; i < c; i++) wide[i] = (float) in.getDouble(i);
+      HostTensor w = HostTensor.of(wide);
+      Protocol p = allReduce(loc, call, w, w, op, c, deadline);
+      for (int i = 0; i < c; i++) out.setDouble(i, wide[i]);
+      return p;
+    }
+    boolean avg = op.kind() == ReduceOp.Kind.AVG;
+    ReduceOp nodeOp = avg ? ReduceOp.SUM : op;  // PREMUL_SUM scales each rank's input once, in its node
+    ReduceOp crossOp = avg || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+    long bytes = (long) c * dt.size();
+    int s = layout.nodeSize(node);
+    if (rail != null && s > 1 && bytes >= SHARD_MIN_BYTES && c >= s) {
+      long[] counts = new long[s];
+      for (int k = 0; k < s; k++) counts[k] = c / s + (k < c % s ? 1 : 0);
+      int lr = layout.localRank(rank);
+      HostTensor shard = HostTensor.allocate(dt, (int) counts[lr]);
+      loc.reduceScatterV(prefix(in, c), shard, counts, nodeOp);
+      ByteBuffer sum = crossNode(call, rail, node, Mesh.SHARDS, shard, crossOp, avg, deadline);
+      shard.copyFrom(sum, 0, 0, (int) counts[lr]);
+      loc.allGatherV(shard, out, counts);
+      return Protocol.TREE;
+    }
+    HostTensor acc = HostTensor.allocate(dt, c);
+    loc.reduce(prefix(in, c), acc, nodeOp, 0);
+    if (leader) {
+      ByteBuffer sum = crossNode(call, leaders, node, Mesh.LEADERS, acc, crossOp, avg, deadline);
+      acc.copyFrom(sum, 0, 0, c);
+    }
+    loc.broadcast(acc, out, 0);
+    return Protocol.FLAT;
+  }
+
+  /** Every member's {@code part} reduced in member order with {@code op} (then divided by the world size for AVG). */
+  private ByteBuffer crossNode(long call, int[] members, int me, byte channel, HostTensor part, ReduceOp op, boolean avg, long deadline) {
+    DataType dt = part.dtype();
+    int c = (int) part.count();
+    long bytes = (long) c * dt.size();
+    ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), bytesOf(part, 0, c), deadline);
+    for (int i = 0; i < all.length; i++) expect(all[i], bytes, members[i]);
+    ByteBuffer sum = ByteBuffer.allocate((int) bytes).order(ByteOrder.nativeOrder());
+    reductions.reduce(dt, op, all, c, sum);
+    if (avg) divide(sum, dt, c, size);
+    return sum;
+  }
+
+  private void allGather(Communicator loc, long call, HostTensor in, HostTensor out, PerRankCounts pc, long deadline) {
+    DataType dt = in.dtype();
+    int[] mine = layout.members(node);
+    long[] localCounts = new long[mine.length];
+    long blockCount = 0;
+    for (int k = 0; k < mine.length; k++) {
+      localCounts[k] = pc.count(mine[k]);
+      blockCount += localCounts[k];
+    }
+    HostTensor block = HostTensor.allocate(dt, (int) blockCount);
+    loc.allGatherV(prefix(in, pc.count(rank)), block, localCounts);
+    HostTensor all = HostTensor.allocate(dt, (int) pc.total());
+    if (leader) {
+      ByteBuffer[] blocks = exchange(leaders, node, Mesh.LEADERS, seq(call, 1), bytesOf(block, 0, (int) blockCount), deadline);
+      for (int i = 0; i < blocks.length; i++) {
+        int[] m = layout.members(i);
+        long bytes = 0;
+        for (int r : m) bytes += pc.count(r) * dt.size();
+        ByteBuffer b = expect(blocks[i], bytes, leaders[i]);
+        int at = b.position();
+        for (int r : m) {
+          all.copyFrom(b, at, pc.start(r), (int) pc.count(r));
+          at += (int) (pc.count(r) * dt.size());
+        }
+      }
+    }
+    loc.broadcast(all, out, 0);
+  }
+
+  private void broadcast(Communicator loc, long call, HostTensor in, HostTensor out, int root, int c, long deadline) {
+    DataType dt = in.dtype();
+    int rootNode = layout.nodeOf(root);
+    HostTensor data = HostTensor.allocate(dt, c);
+    if (node == rootNode) {
+      loc.broadcast(rank == root ? prefix(in, c) : data, data, layout.localRank(root));
+      if (leader) {
+        ByteBuffer b = bytesOf(data, 0, c);
+        for (int i = 0; i < leaders.length; i++) if (i != node) mesh.send(leaders[i], Mesh.LEADERS, seq(call, 1), b.duplicate());
+      }
+      copy(data, 0, out, 0, c);
+      return;
+    }
+    if (leader) {
+      ByteBuffer b = expect(mesh.take(leaders[rootNode], Mesh.LEADERS, seq(call, 1), deadline), (long) c * dt.size(), leaders[rootNode]);
+      data.copyFrom(b, b.position(), 0, c);
+    }
+    loc.broadcast(data, out, 0);
+  }
+
+  private Protocol allToAllV(Communicator loc, long call, PlannedCall p, long deadline) {
+    HostTensor in = (HostTensor) p.in(), out = (HostTensor) p.out();
+    Splits sp = p.splits();
+    int n = size;
+    long[] sc = new long[n], so = new long[n], ro = sp.hasOffsets() ? new long[n] : null;
+    long at = 0;
+    for (int j = 0; j < n; j++) {
+      sc[j] = (long) ((HostTensor) sp.sendCounts()).getDouble(j);
+      so[j] = sp.hasOffsets() ? (long) ((HostTensor) sp.sendOffsets()).getDouble(j) : at;
+      at += Math.max(0, sc[j]);
+      if (ro != null) ro[j] = (long) ((HostTensor) sp.recvOffsets()).getDouble(j);
+    }
+    allToAll(loc, call, in, sc, so, out, ro, (HostTensor) sp.recvCounts(), deadline);
+    return Protocol.FLAT;
+  }
+
+  /**
+   * Block j ({@code counts[j]} elements at {@code sendOffs[j]}) of {@code in} to rank j; the block from
+   * rank i lands at {@code recvOffs[i]} of {@code out}, or packed in rank order when {@code recvOffs} is
+   * null. With {@code recvCounts} (allToAllV) the received counts are written there and every rank
+   * agrees on the sizes before any output is written.
+   */
+  private void allToAll(Communicator loc, long call, HostTensor in, long[] counts, long[] sendOffs, HostTensor out, long[] recvOffs,
+      HostTensor recvCounts, long deadline) {
+    int n = size;
+    DataType dt = (in != null ? in : out).dtype();
+    int es = dt.size();
+    String problem = null;
+    for (int j = 0; j < n && problem == null; j++) {
+      if (counts[j] < 0 || sendOffs[j] < 0 || sendOffs[j] + counts[j] > in.count()) {
+        problem = "allToAllV: rank " + rank + "'s block for rank " + j + " (" + counts[j] + " elements at " + sendOffs[j]
+            + ") runs outside its input of " + in.count();
+      }
+    }
+    // a rank whose own blocks are bad sends a count of -1 to every peer, so that the size verdict fails everywhere
+    for (int j = 0; j < n; j++) {
+      if (j == rank) continue;
+      ByteBuffer b;
+      if (problem != null) {
+        b = ByteBuffer.allocate(8).putLong(-1).flip();
+      } else {
+        b = ByteBuffer.allocate(8 + (int) (counts[j] * es)).order(ByteOrder.nativeOrder());
+        b.putLong(counts[j]);
+        in.copyTo(sendOffs[j], (int) counts[j], b, 8);
+        b.position(0);
+      }
+      mesh.send(j, Mesh.WORLD, seq(call, 1), b);
+    }
+    ByteBuffer[] got = new ByteBuffer[n];
+    long[] rc = new long[n];
+    for (int i = 0; i < n; i++) {
+      if (i == rank) {
+        rc[i] = problem != null ? -1 : counts[i];
+        if (problem == null) got[i] = bytesOf(in, sendOffs[i], (int) counts[i]);
+        continue;
+      }
+      ByteBuffer b = mesh.take(i, Mesh.WORLD, seq(call, 1), deadline).order(ByteOrder.nativeOrder());
+      if (b.remaining() < 8) throw new CommException("rank " + i + " sent an allToAll block without its count");
+      rc[i] = b.getLong(b.position());
+      if (rc[i] >= 0 && b.remaining() != 8 + rc[i] * es) throw new CommException("rank " + i + " sent a block whose length is not its count");
+      b.position(b.position() + 8);
+      got[i] = b.slice().order(ByteOrder.nativeOrder());
+    }
+    long end = 0;
+    String verdict = problem;
+    for (int i = 0; i < n && verdict == null; i++) {
+      if (rc[i] < 0) {
+        verdict = "allToAllV: rank " + i + " sent no block (its own blocks run outside its input)";
+        break;
+      }
+      long start = recvOffs != null ? recvOffs[i] : end;
+      end = start + rc[i];
+      if (start < 0 || end > out.count()) {
+        verdict = "allToAllV: rank " + rank + " would receive " + rc[i] + " elements from rank " + i + " at " + start
+            + ", past its output of " + out.count();
+      }
+    }
+    if (recvCounts != null) for (int i = 0; i < n; i++) recvCounts.setDouble(i, Math.max(rc[i], 0));
+    if (recvCounts != null) {
+      long[] flag = {verdict != null ? 1 : 0};
+      try {
+        agreeFlag(loc, call, flag, verdict, deadline);
+      } catch (CommMismatchException e) {
+        throw new CommCapacityException(e.getMessage());
+      }
+      if (verdict != null) throw new CommCapacityException(verdict);
+    }
+    end = 0;
+    for (int i = 0; i < n; i++) {
+      long start = recvOffs != null ? recvOffs[i] : end;
+      end = start + rc[i];
+      out.copyFrom(got[i], got[i].position(), start, (int) rc[i]);
+    }
+  }
+
+  /** A world-wide OR of {@code flag[0]} (through the nodes and their leaders); raises {@link CommMismatchException} when any is set. */
+  private void agreeFlag(Communicator loc, long call, long[] flag, String why, long deadline) {
+    loc.allReduce(HostTensor.of(flag), ReduceOp.MAX);
+    long[] status = new long[STATUS_WORDS];
+    if (leader) {
+      String mine = flag[0] != 0 ? (why != null ? why : "a rank of node " + layout.nodeName(node) + " found a size problem") : null;
+      byte[] t = mine == null ? new byte[0] : mine.getBytes(StandardCharsets.UTF_8);
+      ByteBuffer b = ByteBuffer.allocate(5 + t.length);
+      b.put((byte) (mine == null ? 0 : 1)).putInt(t.length).put(t).flip();
+      ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, 2), b, deadline);
+      String first = null;
+      for (int i = 0; i < all.length && first == null; i++) {
+        ByteBuffer x = all[i];
+        if (x.remaining() < 5) throw new CommException("node leader " + leaders[i] + " sent an unreadable verdict");
+        boolean bad = x.get() != 0;
+        String w = text(x);
+        if (bad) first = w;
+      }
+      pack(status, first);
+    }
+    loc.broadcast(HostTensor.of(status), 0);
+    if (status[0] != 0) throw new CommMismatchException(unpack(status));
+  }
+
+  // ------------------------------------------------------------------ elements
+
+  /** The first {@code c} elements of {@code t} as a tensor of their own (a copy when {@code t} holds more). */
+  private static HostTensor prefix(HostTensor t, long c) {
+    if (t.count() == c) return t;
+    HostTensor p = HostTensor.allocate(t.dtype(), (int) c);
+    copy(t, 0, p, 0, (int) c);
+    return p;
+  }
+
+  private static ByteBuffer bytesOf(HostTensor t, long from, int n) {
+    ByteBuffer b = ByteBuffer.allocate(n * t.dtype().size()).order(ByteOrder.nativeOrder());
+    t.copyTo(from, n, b, 0);
+    return b;
+  }
+
+  private static void copy(HostTensor from, long at, HostTensor to, long toAt, int n) {
+    if (n == 0) return;
+    to.copyFrom(bytesOf(from, at, n), 0, toAt, n);
+  }
+
+  /** Divides every element by {@code n} (AVG's last step), rounding once to the dtype. */
+  private static void divide(ByteBuffer b, DataType dt, int c, int n) {
+    for (int i = 0; i < c; i++) {
+      switch (dt) {
+        case FLOAT32 -> b.putFloat(i * 4, b.getFloat(i * 4) / n);
+        case FLOAT64 -> b.putDouble(i * 8, b.getDouble(i * 8) / n);
+        case BFLOAT16 -> b.putShort(i * 2, HalfFloats.floatToBf16(HalfFloats.bf16ToFloat(b.getShort(i * 2)) / n));
+        case FLOAT16 -> b.putShort(i * 2, HalfFloats.floatToFp16(HalfFloats.fp16ToFloat(b.getShort(i * 2)) / n));
+        case INT32 -> b.putInt(i * 4, b.getInt(i * 4) / n);
+        case INT64 -> b.putLong(i * 8, b.getLong(i * 8) / n);
+        default -> throw new AssertionError(dt);
+      }
+    }
+  }
+}
