@@ -11,6 +11,8 @@ import io.sparkcomms.spark.gpu.ExecutorGpu;
 import io.sparkcomms.spark.plugin.SparkCommsConf;
 import io.sparkcomms.spark.plugin.SparkCommsExecutorPlugin;
 import io.sparkcomms.spark.plugin.SparkCommsMetrics;
+import io.sparkcomms.spark.net.SparkNetworkTransport;
+import io.sparkcomms.spark.rendezvous.NodeIdentity;
 import io.sparkcomms.spark.rendezvous.PluginRendezvous;
 import io.sparkcomms.spark.rendezvous.SparkBarrierRendezvous;
 import java.util.List;
@@ -242,7 +244,14 @@ public final class BarrierComms {
     Rendezvous rv = rendezvous(ctx, key);
     Communicator comm;
     try {
-      comm = Comms.create(rv, options, device);
+      SparkCommsConf conf = SparkCommsConf.of(SparkEnv.get().conf());
+      String[] hosts = NodeIdentity.hostsOf(ctx);
+      if (NodeIdentity.acrossNodes(conf, hosts)) {
+        String node = NodeIdentity.of(conf, SparkEnv.get().executorId(), hosts[ctx.partitionId()], System.getenv());
+        comm = Comms.createAcrossNodes(rv, node, SparkNetworkTransport.forExecutor(), options);
+      } else {
+        comm = Comms.create(rv, options, device);
+      }
     } catch (RuntimeException e) {
       if (rv instanceof PluginRendezvous p) p.abort("building the communicator failed on this rank: " + e);
       rv.close();

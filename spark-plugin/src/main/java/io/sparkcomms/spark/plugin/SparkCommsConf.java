@@ -52,6 +52,8 @@ public final class SparkCommsConf {
       "How often an executor re-checks its GPU claim with the driver. An executor whose GPU another executor of its host also claims logs why and exits.");
   public static final Entry RENDEZVOUS = entry("rendezvous", "auto",
       "How the tasks of a barrier stage meet to build a communicator: `auto` (over the plugin's RPC channel, a few milliseconds per round, when `spark.plugins` loads SparkCommsPlugin; else `barrier`), `rpc` (the plugin's RPC channel; an error without the plugin) or `barrier` (Spark's `BarrierTaskContext.allGather`, about a second per round: Spark polls its barrier coordinator once a second).");
+  public static final Entry NODE_NAMES = entry("node.names", "",
+      "The node of each executor, as `executorId=node` pairs separated by commas, for the cases detection cannot know (and to simulate nodes on one host). When set, or when a barrier stage's tasks run on more than one host, the stage's communicator spans nodes: the ranks of one node share memory, the nodes exchange over Spark's network library. An executor not listed takes `SPARKCOMMS_NODE` from its environment, else `NODE_NAME` (the Kubernetes downward API's `spec.nodeName`), else its host. Ranks that name one node must share /dev/shm (creation fails on every rank, naming the node, where they cannot).");
   public static final Entry REQUIRE_AUTHENTICATE = entry("security.requireAuthenticate", "false",
       "Refuse to start (the driver plugin stops the SparkContext) unless `spark.authenticate=true`. Without Spark's authentication any process that can reach the driver's RPC port can send to the plugin's endpoint and read the application's configuration; the driver logs a warning then, and also when `spark.network.crypto.enabled` is off (the plugin's messages, IPC handles among them, travel in clear). See docs/security.md.");
   public static final Entry ACCUMULATORS_ENABLED = entry("accumulators.enabled", "true",
@@ -166,6 +168,22 @@ public final class SparkCommsConf {
 
   public RendezvousMode rendezvous() {
     return enumValue(RENDEZVOUS, RendezvousMode.class, raw(RENDEZVOUS).filter(s -> !s.isEmpty()).orElse(RENDEZVOUS.defaultValue()));
+  }
+
+  /** {@link #NODE_NAMES}: executor id to node name; empty when unset. Raises naming the key on a malformed pair. */
+  public Map<String, String> nodeNames() {
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    String v = raw(NODE_NAMES).orElse("");
+    if (v.isEmpty()) return m;
+    for (String pair : v.split(",")) {
+      String p = pair.trim();
+      int eq = p.indexOf('=');
+      if (eq <= 0 || eq == p.length() - 1) {
+        throw new IllegalArgumentException(NODE_NAMES.key() + ": '" + p + "' is not executorId=node");
+      }
+      m.put(p.substring(0, eq).trim(), p.substring(eq + 1).trim());
+    }
+    return m;
   }
 
   /** Communicator options layered over the current process environment. */

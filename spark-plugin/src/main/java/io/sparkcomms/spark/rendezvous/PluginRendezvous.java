@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * between polls. A round costs a few milliseconds, where a {@link BarrierTaskContext#allGather}
  * costs about a second (Spark polls its barrier coordinator once a second). No Spark barrier sync
  * is made: rank and size come from the task's partition id and the stage's task infos, which also
- * give the hosts for the single-host check without a sync. Every message names the task attempt, and
+ * give the hosts without a sync. Every message names the task attempt, and
  * the driver accepts a rank's messages only from the task that runs its partition; until its
  * SparkListener has reported that task, it answers {@link RendezvousProtocol.Status#UNVERIFIED} and
  * this rank sends its deposit again.
@@ -88,14 +88,11 @@ public final class PluginRendezvous implements Rendezvous {
 
   /**
    * The rendezvous of barrier task {@code ctx}'s {@code group}-th communicator, over {@code rpc}.
-   *
-   * @throws IllegalStateException when the stage's tasks run on more than one host
    */
   public static PluginRendezvous forTask(BarrierTaskContext ctx, Rpc rpc, int group) {
     BarrierTaskInfo[] infos = ctx.getTaskInfos();
     String[] hosts = new String[infos.length];
     for (int i = 0; i < infos.length; i++) hosts[i] = SparkBarrierRendezvous.hostOf(infos[i].address());
-    SparkBarrierRendezvous.checkSingleHost(hosts, ctx.stageId(), ctx.stageAttemptNumber());
     return new PluginRendezvous(rpc, ctx.stageId(), ctx.stageAttemptNumber(), group, ctx.partitionId(),
         infos.length, ctx.taskAttemptId(), hosts[ctx.partitionId()], ctx::isInterrupted);
   }

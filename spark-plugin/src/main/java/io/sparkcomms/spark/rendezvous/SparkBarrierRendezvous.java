@@ -3,11 +3,7 @@ package io.sparkcomms.spark.rendezvous;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
 import io.sparkcomms.collectives.rendezvous.RendezvousException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Base64;
-import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -22,11 +18,8 @@ import org.apache.spark.BarrierTaskInfo;
  * Base64 strings, prefixed with the sender's host. Rank is the task's partition id, size the number
  * of tasks of the barrier stage.
  *
- * <p>Ranks are grouped by host from {@link BarrierTaskContext#getTaskInfos()} (the executor host of
- * every task, known to all tasks without a sync). The communicators built on it are intra-host, so
- * a stage whose tasks span several hosts is refused with an error naming the hosts (the same error
- * on every task, with no sync, so nothing hangs). The host prefix of every blob is checked against
- * that grouping.
+ * <p>The host of every task comes from {@link BarrierTaskContext#getTaskInfos()} (known to all tasks
+ * without a sync); the host prefix of every blob is checked against it.
  *
  * <p>Each {@link #allGather} is one Spark barrier sync, so every task must call it the same number of
  * times. It runs on a helper thread so that {@code timeout} bounds it; after a timeout the
@@ -40,15 +33,12 @@ public final class SparkBarrierRendezvous implements Rendezvous {
   private final ExecutorService syncThread;
   private volatile String broken;
 
-  /**
-   * @throws IllegalStateException when the stage's tasks run on more than one host
-   */
+  /** The rendezvous of barrier task {@code ctx}. */
   public SparkBarrierRendezvous(BarrierTaskContext ctx) {
     this.ctx = ctx;
     BarrierTaskInfo[] infos = ctx.getTaskInfos();
     this.hosts = new String[infos.length];
     for (int i = 0; i < infos.length; i++) hosts[i] = hostOf(infos[i].address());
-    checkSingleHost(hosts, ctx.stageId(), ctx.stageAttemptNumber());
     this.host = hosts[ctx.partitionId()];
     this.syncThread = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "sparkcomms-rendezvous-stage" + ctx.stageId() + "-part" + ctx.partitionId());
@@ -123,17 +113,6 @@ public final class SparkBarrierRendezvous implements Rendezvous {
     return colon > 0 && a.indexOf(':') == colon ? a.substring(0, colon) : a;
   }
 
-  /** Raises the multi-host error if {@code hosts} (by partition) name more than one host. */
-  static void checkSingleHost(String[] hosts, int stageId, int stageAttempt) {
-    Map<String, List<Integer>> byHost = new TreeMap<>();
-    for (int p = 0; p < hosts.length; p++) byHost.computeIfAbsent(hosts[p], h -> new ArrayList<>()).add(p);
-    if (byHost.size() <= 1) return;
-    StringBuilder sb = new StringBuilder();
-    byHost.forEach((h, parts) -> sb.append(sb.length() == 0 ? "" : ", ").append(h).append(" (partitions ").append(parts).append(')'));
-    throw new IllegalStateException("BarrierComms: barrier stage " + stageId + " attempt " + stageAttempt
-        + " runs on " + byHost.size() + " hosts: " + sb + ". Communicators span one host for now (the host "
-        + "backend uses shared memory; the cross-host hierarchical communicator is not implemented yet). Run the "
-        + "barrier stage with as many partitions as one host has executors, on one host.");
-  }
+
 
 }
