@@ -14,14 +14,13 @@ import org.apache.spark.network.client.TransportClientBootstrap;
 import org.apache.spark.network.client.TransportClientFactory;
 import org.apache.spark.network.crypto.AuthClientBootstrap;
 import org.apache.spark.network.crypto.AuthServerBootstrap;
-import org.apache.spark.network.netty.SparkTransportConf;
 import org.apache.spark.network.server.OneForOneStreamManager;
 import org.apache.spark.network.server.RpcHandler;
 import org.apache.spark.network.server.StreamManager;
 import org.apache.spark.network.server.TransportServer;
 import org.apache.spark.network.server.TransportServerBootstrap;
+import org.apache.spark.network.util.MapConfigProvider;
 import org.apache.spark.network.util.TransportConf;
-import scala.Option;
 
 /**
  * The cross-node leg of a communicator over Spark's own network library (what shuffle uses): one
@@ -43,7 +42,13 @@ public final class SparkNetworkTransport extends Transport {
   private final String host;
 
   SparkNetworkTransport(SparkConf conf, SecurityManager security, String appId, String host) {
-    TransportConf tc = SparkTransportConf.fromSparkConf(conf, MODULE, 2, Option.empty(), Option.empty());
+    // the application's settings (authentication, encryption, this module's io keys), two threads each
+    // side unless set; built directly so that Spark 3.5 and 4.0 read it alike
+    java.util.Map<String, String> settings = new java.util.HashMap<>();
+    for (scala.Tuple2<String, String> kv : conf.getAll()) settings.put(kv._1(), kv._2());
+    settings.putIfAbsent("spark." + MODULE + ".io.serverThreads", "2");
+    settings.putIfAbsent("spark." + MODULE + ".io.clientThreads", "2");
+    TransportConf tc = new TransportConf(MODULE, new MapConfigProvider(settings));
     RpcHandler handler = new RpcHandler() {
       @Override public void receive(TransportClient client, ByteBuffer message, RpcResponseCallback callback) {
         // the buffer is Netty's, released when this returns: keep a copy
