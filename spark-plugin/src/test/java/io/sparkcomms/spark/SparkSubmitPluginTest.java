@@ -53,6 +53,15 @@ class SparkSubmitPluginTest {
   }
 
   /**
+   * Four executors on two simulated nodes (the node names setting): the job's communicator shares
+   * memory inside each node and crosses nodes over Spark's network library, as on a real cluster.
+   */
+  @Test @Timeout(600) void sparkSubmitAcrossTwoNodes() throws Exception {
+    submitRanks("local-cluster[4,1,1024]", List.of("spark.sparkcomms.node.names=0=n0,1=n0,2=n1,3=n1"),
+        "has no 'gpu' resource; collectives use the host backend", 4, "host+net");
+  }
+
+  /**
    * One worker with two (fake) GPUs, an executor on each: the executor plugin also claims its GPU
    * with the driver at start (an RPC answered with a reply object) and loads the native library
    * (JavaCPP from --jars) for the device binder.
@@ -73,6 +82,10 @@ class SparkSubmitPluginTest {
   }
 
   private void submit(String master, List<String> extraConf, String executorPluginLine) throws Exception {
+    submitRanks(master, extraConf, executorPluginLine, 2, "host");
+  }
+
+  private void submitRanks(String master, List<String> extraConf, String executorPluginLine, int ranks, String backend) throws Exception {
     Path jarsDir = Files.createDirectories(dir.resolve("jars"));
 
     // Split the test classpath: Spark and its dependencies stay; our modules and JavaCPP go to --jars.
@@ -92,7 +105,7 @@ class SparkSubmitPluginTest {
     assertTrue(jarNames.stream().anyMatch(n -> n.startsWith("sparkcomms-collectives")), "collectives jar in --jars: " + jarNames);
     assertTrue(jarNames.stream().anyMatch(n -> n.startsWith("sparkcomms-native")), "native jar in --jars: " + jarNames);
     submitAndCheck(dir, master, extraConf, executorPluginLine, userJars,
-        "sparkcomms-spark[^/]*\\.jar", "sparkcomms-collectives[^/]*\\.jar");
+        "sparkcomms-spark[^/]*\\.jar", "sparkcomms-collectives[^/]*\\.jar", ranks, backend);
   }
 
   /**
@@ -121,6 +134,12 @@ class SparkSubmitPluginTest {
    */
   static void submitAndCheck(Path dir, String master, List<String> extraConf, String executorPluginLine,
       List<Path> userJars, String pluginJar, String collectivesJar) throws Exception {
+    submitAndCheck(dir, master, extraConf, executorPluginLine, userJars, pluginJar, collectivesJar, 2, "host");
+  }
+
+  /** {@link #submitAndCheck} with {@code ranks} executors, whose communicators report {@code backend}. */
+  static void submitAndCheck(Path dir, String master, List<String> extraConf, String executorPluginLine,
+      List<Path> userJars, String pluginJar, String collectivesJar, int ranks, String backend) throws Exception {
     Path home = Files.createDirectories(dir.resolve("spark-home"));
     List<String> sparkOnly = sparkOnlyClasspath();
     for (String e : sparkOnly) assertFalse(holdsSparkcommsClasses(Path.of(e)), "left on the child classpath: " + e);
@@ -156,14 +175,14 @@ class SparkSubmitPluginTest {
         "--conf", "spark.plugins=io.sparkcomms.spark.SparkCommsPlugin",
         // ANCHORS.md, Spark lessons: local-cluster without a Spark distribution
         "--conf", "spark.testing=true", "--conf", "spark.test.home=" + home,
-        "--conf", "spark.cores.max=2", "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "--conf", "spark.cores.max=" + ranks, "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
         // Spark itself for the executors, as a distribution's jars/ would be; our classes come from --jars
         "--conf", "spark.executor.extraClassPath=" + childCp,
         "--conf", "spark.executor.extraJavaOptions=" + jvmArgs + " -Dlog4j2.configurationFile=" + log4j,
         "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sparkcomms.timeout=60s", "--conf", "spark.sparkcomms.stagingBytes=1M",
         "--jars", userJars.stream().map(Path::toString).collect(Collectors.joining(",")),
-        "--class", "io.sparkcomms.spark.submit.SubmitAllReduceJob", appJar.toString(), "2"));
+        "--class", "io.sparkcomms.spark.submit.SubmitAllReduceJob", appJar.toString(), Integer.toString(ranks)));
     for (String kv : extraConf) cmd.addAll(cmd.indexOf("--jars"), List.of("--conf", kv));
     Path stdout = dir.resolve("submit.out");
     Path stderr = dir.resolve("submit.err");
@@ -193,20 +212,21 @@ class SparkSubmitPluginTest {
     // Results: two ranks in two executor JVMs, correct sums, our classes from the fetched jars.
     List<String> results = out.lines().filter(l -> l.startsWith("SUBMIT-RESULT ")).map(l -> l.substring(14))
         .collect(Collectors.toList());
-    assertEquals(2, results.size(), "one result line per rank: " + out);
+    assertEquals(ranks, results.size(), "one result line per rank: " + out);
     Set<String> pids = new HashSet<>();
-    for (int r = 0; r < 2; r++) {
+    double first = ranks * (ranks - 1) / 2.0, last = first + ranks / 2.0;  // sums of p and of p + 0.5
+    for (int r = 0; r < ranks; r++) {
       String line = results.get(r);
-      assertTrue(line.startsWith(r + "/2 1.0 2.0 "), "rank " + r + " allReduce result: " + line);
-      assertTrue(line.contains(" backend=host "), line);
+      assertTrue(line.startsWith(r + "/" + ranks + " " + first + " " + last + " "), "rank " + r + " allReduce result: " + line);
+      assertTrue(line.contains(" backend=" + backend + " "), line);
       String from = field(line, "BarrierComms-from=");
       assertTrue(from.matches(".*/" + pluginJar) && !from.startsWith(pluginJarPath.getParent().toUri().toString()),
           "executor: BarrierComms from the jar the executor fetched, not from target/classes or the driver's copy: " + from);
       assertTrue(field(line, "Communicator-from=").matches(".*/" + collectivesJar), line);
       pids.add(field(line, "pid="));
     }
-    assertEquals(2, pids.size(), "two executor processes: " + results);
-    if (!extraConf.isEmpty()) {
+    assertEquals(ranks, pids.size(), "one executor process per rank: " + results);
+    if (extraConf.stream().anyMatch(kv -> kv.startsWith("spark.worker.resource.gpu"))) {
       Set<String> gpus = results.stream().map(l -> field(l, "gpu=")).collect(Collectors.toSet());
       assertEquals(Set.of("0", "1"), gpus, "each executor's task holds its own GPU: " + results);
       for (String g : gpus) {
