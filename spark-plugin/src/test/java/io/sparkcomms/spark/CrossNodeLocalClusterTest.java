@@ -69,6 +69,7 @@ class CrossNodeLocalClusterTest {
         }
         k.runRootedAndV(small, small, EnumSet.of(Collective.REDUCE, Collective.GATHER, Collective.SCATTER,
             Collective.ALL_GATHER_V, Collective.REDUCE_SCATTER_V));
+        k.runPointToPoint(new int[] {1, 1023});
         int big = 1_000_003;
         k.allReduce(DataType.FLOAT32, ReduceOp.SUM, big, false, CollectiveChecker.Shape.NORMAL);
         k.allReduce(DataType.FLOAT64, ReduceOp.AVG, big, true, CollectiveChecker.Shape.UNIFORM);

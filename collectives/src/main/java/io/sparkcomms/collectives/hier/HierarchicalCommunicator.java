@@ -19,7 +19,10 @@ import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.Work;
+import io.sparkcomms.collectives.algo.AlgorithmSelector;
+import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.host.HostReductions;
+import io.sparkcomms.collectives.lp.BlockQuantizer;
 import io.sparkcomms.collectives.net.Mesh;
 import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
@@ -29,6 +32,9 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 
 /**
  * A communicator whose ranks span several nodes: the ranks of one node share a host shared-memory
@@ -62,7 +68,9 @@ import java.time.Duration;
  * </ul>
  * AVG is a sum divided by the world size once, at the end; BF16/FP16 reduce in FP32 on both legs and
  * round once, INT32 AVG sums in INT64 (the shared-memory collectives' accumulation).
- * Not composed across nodes: point-to-point calls, split, and FP8 on the wire.
+ * With low precision on for allReduce (and the host policy choosing LP for the call) the cross-node
+ * leg carries FP8 with a scale per block. Point-to-point transfers go directly between the two ranks
+ * over the mesh. Not composed across nodes: split.
  */
 public final class HierarchicalCommunicator extends AbstractCommunicator {
   /** From this many bytes (and on nodes of equal size) allReduce shards its cross-node leg over every rank's link. */
@@ -78,6 +86,8 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
   private final int[] leaders;
   private final int[] rail;  // the shard rail of this rank's local rank, or null (uneven nodes)
   private final HostReductions reductions = new HostReductions();
+  /** Transfers made with each peer so far (the sequence number of the next); also the point-to-point lock. */
+  private final long[] pairSeq;
   private long calls;
   private volatile Duration callTimeout;
   private volatile boolean aborted;
@@ -91,6 +101,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     this.leader = layout.localRank(rank) == 0;
     this.leaders = layout.leaders();
     this.rail = layout.uniform() ? layout.rail(layout.localRank(rank)) : null;
+    this.pairSeq = new long[layout.worldSize()];
     mesh.onAbort(reason -> {
       aborted = true;
       local.abort(reason);
@@ -131,16 +142,123 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     }
   }
 
-  // point-to-point is not composed across nodes: refused before any peer is involved
-  @Override public void send(Tensor tensor, int peer) { throw p2p(); }
-  @Override public void recv(Tensor tensor, int peer) { throw p2p(); }
-  @Override public Work sendAsync(Tensor tensor, int peer) { throw p2p(); }
-  @Override public Work recvAsync(Tensor tensor, int peer) { throw p2p(); }
-  @Override public BatchSendRecv batch() { throw p2p(); }
+  // ------------------------------------------------------------------ point-to-point
 
-  private static UnsupportedOperationException p2p() {
-    return new UnsupportedOperationException("send/recv between the ranks of a communicator that spans nodes is not supported; "
-        + "use allToAllV, or split the node's own communicator");
+  @Override public void send(Tensor tensor, int peer) { transfer(List.of(new BatchSendRecv.Transfer(true, tensor, peer))); }
+  @Override public void recv(Tensor tensor, int peer) { transfer(List.of(new BatchSendRecv.Transfer(false, tensor, peer))); }
+  @Override public Work sendAsync(Tensor tensor, int peer) { send(tensor, peer); return Work.completed(); }
+  @Override public Work recvAsync(Tensor tensor, int peer) { recv(tensor, peer); return Work.completed(); }
+  @Override public BatchSendRecv batch() {
+    ensureOpen();
+    return new BatchSendRecv(ops -> {
+      transfer(ops);
+      return Work.completed();
+    });
+  }
+
+  /**
+   * Transfers over the mesh, directly between the two ranks whatever their nodes. The i-th transfer
+   * between two ranks is one message each way: the sender's carries its dtype, count and data, the
+   * receiver's its dtype and count; each side checks the other's, so a recv whose dtype or count
+   * differs from its send, two sends or two recvs, or a tensor one side refuses fail on both sides
+   * ({@link CommMismatchException}; the refusing side raises {@link IllegalArgumentException}). Every
+   * message of a batch is sent before any is awaited, so a batch cannot deadlock; with one peer, the
+   * transfers from the lower rank to the higher come first, each direction in the order added (the
+   * shared-memory backend's order). A transfer whose peer never comes times out and aborts.
+   */
+  private void transfer(List<BatchSendRecv.Transfer> ops) {
+    ensureOpen();
+    for (BatchSendRecv.Transfer op : ops) {
+      String name = op.send() ? "send" : "recv";
+      if (op.peer() < 0 || op.peer() >= size) throw new IllegalArgumentException(name + ": peer " + op.peer() + " outside 0.." + (size - 1));
+      if (op.peer() == rank) throw new IllegalArgumentException(name + ": peer " + op.peer() + " is this rank (rank " + rank + ")");
+    }
+    if (isAborted()) throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason());
+    List<BatchSendRecv.Transfer> order = new ArrayList<>(ops);
+    order.sort(Comparator.comparingInt((BatchSendRecv.Transfer t) -> t.peer())
+        .thenComparingInt(t -> (t.send() ? rank < t.peer() : t.peer() < rank) ? 0 : 1));
+    synchronized (pairSeq) {
+      long deadline = System.nanoTime() + timeout().toNanos();
+      long[] seqs = new long[order.size()];
+      String[] problems = new String[order.size()];
+      try {
+        for (int i = 0; i < order.size(); i++) {
+          BatchSendRecv.Transfer t = order.get(i);
+          seqs[i] = pairSeq[t.peer()]++;
+          problems[i] = refused(t);
+          mesh.send(t.peer(), Mesh.P2P, seqs[i], transferMessage(t, problems[i]));
+        }
+        RuntimeException first = null;
+        for (int i = 0; i < order.size(); i++) {
+          BatchSendRecv.Transfer t = order.get(i);
+          ByteBuffer b = mesh.take(t.peer(), Mesh.P2P, seqs[i], deadline);
+          RuntimeException e = matchTransfer(t, problems[i], b);
+          if (first == null) first = e;
+        }
+        if (first != null) throw first;
+      } catch (CommMismatchException | IllegalArgumentException e) {
+        throw e;
+      } catch (RuntimeException e) {
+        abort((order.get(0).send() ? "send" : "recv") + " failed on rank " + rank + ": " + e);
+        throw e;
+      }
+    }
+  }
+
+  /** Why this rank cannot take part in {@code t} with its tensor, or null. */
+  private String refused(BatchSendRecv.Transfer t) {
+    String name = t.send() ? "send" : "recv";
+    if (t.tensor() == null) return name + ": tensor is null";
+    if (!(t.tensor() instanceof HostTensor h)) return name + ": a device tensor; a communicator across nodes takes host tensors";
+    if (!t.send() && !h.isWritable()) return name + ": the receive buffer is read-only";
+    if (t.tensor().count() > Integer.MAX_VALUE / 8) return name + ": more elements than one message carries";
+    return null;
+  }
+
+  /** role, dtype, count, problem text, then the data of a send. */
+  private static ByteBuffer transferMessage(BatchSendRecv.Transfer t, String problem) {
+    byte[] why = problem == null ? new byte[0] : problem.getBytes(StandardCharsets.UTF_8);
+    int count = problem == null ? (int) t.tensor().count() : 0;
+    int dt = problem == null ? t.tensor().dtype().ordinal() : -1;
+    int data = problem == null && t.send() ? count * t.tensor().dtype().size() : 0;
+    ByteBuffer b = ByteBuffer.allocate(1 + 4 + 8 + 4 + why.length + data).order(ByteOrder.nativeOrder());
+    b.put((byte) (t.send() ? 1 : 0)).putInt(dt).putLong(count).putInt(why.length).put(why);
+    if (data > 0) ((HostTensor) t.tensor()).copyTo(0, count, b, b.position());
+    return b.position(0);
+  }
+
+  /** The outcome of {@code t} given the peer's message: null when it matched (a recv's data is then in place). */
+  private RuntimeException matchTransfer(BatchSendRecv.Transfer t, String mine, ByteBuffer b) {
+    String name = t.send() ? "send" : "recv";
+    b.order(ByteOrder.nativeOrder());
+    if (b.remaining() < 17) return new CommException("rank " + rank + ": rank " + t.peer() + " sent an unreadable transfer message");
+    boolean peerSends = b.get() == 1;
+    int dt = b.getInt();
+    long count = b.getLong();
+    int whyLen = b.getInt();
+    if (whyLen < 0 || whyLen > b.remaining()) return new CommException("rank " + rank + ": rank " + t.peer() + " sent an unreadable transfer message");
+    byte[] why = new byte[whyLen];
+    b.get(why);
+    if (mine != null) return new IllegalArgumentException(mine);
+    if (whyLen > 0) {
+      return new CommMismatchException("rank " + rank + ": " + name + " with rank " + t.peer() + ": the peer refused its tensor: "
+          + new String(why, StandardCharsets.UTF_8));
+    }
+    if (peerSends == t.send()) {
+      return new CommMismatchException("rank " + rank + ": " + name + " with rank " + t.peer() + ": both ranks " + name
+          + " (a send needs the peer's recv)");
+    }
+    DataType mineDt = t.tensor().dtype();
+    if (dt != mineDt.ordinal() || count != t.tensor().count()) {
+      String other = dt >= 0 && dt < DataType.values().length ? DataType.values()[dt].toString() : "?";
+      return new CommMismatchException("rank " + rank + ": " + name + " of " + t.tensor().count() + " " + mineDt + " with rank "
+          + t.peer() + ", whose " + (peerSends ? "send" : "recv") + " has " + count + " " + other);
+    }
+    if (!t.send()) {
+      if (b.remaining() != count * mineDt.size()) return new CommException("rank " + rank + ": rank " + t.peer() + " sent a block whose length is not its count");
+      ((HostTensor) t.tensor()).copyFrom(b, b.position(), 0, (int) count);
+    }
+    return null;
   }
 
   // ------------------------------------------------------------------ dispatch
@@ -193,17 +311,17 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       case BARRIER:
         return Protocol.FLAT;
       case ALL_REDUCE:
-        return allReduce(loc, call, in, out, p.op(), (int) p.count(), deadline);
+        return allReduce(loc, call, in, out, p.op(), (int) p.count(), deadline, AlgorithmSelector.choose(p, n, options) == Protocol.LP);
       case REDUCE: {
         HostTensor tmp = HostTensor.allocate(p.dtype(), (int) p.count());
-        Protocol pr = allReduce(loc, call, in, tmp, p.op(), (int) p.count(), deadline);
+        Protocol pr = allReduce(loc, call, in, tmp, p.op(), (int) p.count(), deadline, false);
         if (rank == p.root()) copy(tmp, 0, out, 0, (int) p.count());
         return pr;
       }
       case REDUCE_SCATTER: {
         int c = (int) p.count();
         HostTensor tmp = HostTensor.allocate(p.dtype(), c * n);
-        Protocol pr = allReduce(loc, call, prefix(in, c * n), tmp, p.op(), c * n, deadline);
+        Protocol pr = allReduce(loc, call, prefix(in, c * n), tmp, p.op(), c * n, deadline, false);
         copy(tmp, (long) rank * c, out, 0, c);
         return pr;
       }
@@ -211,7 +329,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
         PerRankCounts pc = p.counts();
         int total = (int) pc.total();
         HostTensor tmp = HostTensor.allocate(p.dtype(), total);
-        Protocol pr = allReduce(loc, call, prefix(in, total), tmp, p.op(), total, deadline);
+        Protocol pr = allReduce(loc, call, prefix(in, total), tmp, p.op(), total, deadline, false);
         copy(tmp, pc.start(rank), out, 0, (int) pc.count(rank));
         return pr;
       }
@@ -385,14 +503,14 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   // ------------------------------------------------------------------ algorithms
 
-  private Protocol allReduce(Communicator loc, long call, HostTensor in, HostTensor out, ReduceOp op, int c, long deadline) {
+  private Protocol allReduce(Communicator loc, long call, HostTensor in, HostTensor out, ReduceOp op, int c, long deadline, boolean lp) {
     DataType dt = in.dtype();
     if (op.kind() == ReduceOp.Kind.AVG && dt == DataType.INT32) {
       // exact: the sum of INT32 inputs in INT64, divided once, then wrapped as a flat INT32 AVG is
       long[] wide = new long[c];
       for (int i = 0; i < c; i++) wide[i] = (long) in.getDouble(i);
       HostTensor w = HostTensor.of(wide);
-      Protocol p = allReduce(loc, call, w, w, op, c, deadline);
+      Protocol p = allReduce(loc, call, w, w, op, c, deadline, lp);
       for (int i = 0; i < c; i++) out.setDouble(i, (int) wide[i]);
       return p;
     }
@@ -401,13 +519,14 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       float[] wide = new float[c];
       for (int i = 0; i < c; i++) wide[i] = (float) in.getDouble(i);
       HostTensor w = HostTensor.of(wide);
-      Protocol p = allReduce(loc, call, w, w, op, c, deadline);
+      Protocol p = allReduce(loc, call, w, w, op, c, deadline, lp);
       for (int i = 0; i < c; i++) out.setDouble(i, wide[i]);
       return p;
     }
     boolean avg = op.kind() == ReduceOp.Kind.AVG;
     ReduceOp nodeOp = avg ? ReduceOp.SUM : op;  // PREMUL_SUM scales each rank's input once, in its node
     ReduceOp crossOp = avg || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+    lp = lp && dt == DataType.FLOAT32 && crossOp.kind() == ReduceOp.Kind.SUM;  // what FP8 on the wire takes
     long bytes = (long) c * dt.size();
     int s = layout.nodeSize(node);
     if (rail != null && s > 1 && bytes >= SHARD_MIN_BYTES && c >= s) {
@@ -416,30 +535,54 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       int lr = layout.localRank(rank);
       HostTensor shard = HostTensor.allocate(dt, (int) counts[lr]);
       loc.reduceScatterV(prefix(in, c), shard, counts, nodeOp);
-      ByteBuffer sum = crossNode(call, rail, node, Mesh.SHARDS, shard, crossOp, avg, deadline);
+      ByteBuffer sum = crossNode(call, rail, node, Mesh.SHARDS, shard, crossOp, avg, deadline, lp);
       shard.copyFrom(sum, 0, 0, (int) counts[lr]);
       loc.allGatherV(shard, out, counts);
-      return Protocol.TREE;
+      return lp ? Protocol.LP : Protocol.TREE;
     }
     HostTensor acc = HostTensor.allocate(dt, c);
     loc.reduce(prefix(in, c), acc, nodeOp, 0);
     if (leader) {
-      ByteBuffer sum = crossNode(call, leaders, node, Mesh.LEADERS, acc, crossOp, avg, deadline);
+      ByteBuffer sum = crossNode(call, leaders, node, Mesh.LEADERS, acc, crossOp, avg, deadline, lp);
       acc.copyFrom(sum, 0, 0, c);
     }
     loc.broadcast(acc, out, 0);
-    return Protocol.FLAT;
+    return lp ? Protocol.LP : Protocol.FLAT;
   }
 
-  /** Every member's {@code part} reduced in member order with {@code op} (then divided by the world size for AVG). */
-  private ByteBuffer crossNode(long call, int[] members, int me, byte channel, HostTensor part, ReduceOp op, boolean avg, long deadline) {
+  /**
+   * Every member's {@code part} reduced in member order with {@code op} (then divided by the world
+   * size for AVG). With {@code lp} (FLOAT32 parts, a sum) each part crosses as FP8 codes with a scale
+   * per block ({@link BlockQuantizer}) and the decoded parts are summed in FP32: one FP8 rounding of
+   * each node's (or shard's) sum, a quarter of the bytes on the network.
+   */
+  private ByteBuffer crossNode(long call, int[] members, int me, byte channel, HostTensor part, ReduceOp op, boolean avg, long deadline,
+      boolean lp) {
     DataType dt = part.dtype();
     int c = (int) part.count();
-    long bytes = (long) c * dt.size();
-    ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), bytesOf(part, 0, c), deadline);
-    for (int i = 0; i < all.length; i++) expect(all[i], bytes, members[i]);
-    ByteBuffer sum = ByteBuffer.allocate((int) bytes).order(ByteOrder.nativeOrder());
-    reductions.reduce(dt, op, all, c, sum);
+    ByteBuffer sum = ByteBuffer.allocate(c * dt.size()).order(ByteOrder.nativeOrder());
+    if (lp && dt == DataType.FLOAT32 && op.kind() == ReduceOp.Kind.SUM) {
+      BlockQuantizer q = new BlockQuantizer(Thresholds.fp8Format(options), Thresholds.lpBlockSize(options));
+      float[] mine = new float[c];
+      for (int k = 0; k < c; k++) mine[k] = (float) part.getDouble(k);
+      ByteBuffer enc = ByteBuffer.allocate(q.encodedBytes(c));
+      q.quantize(mine, 0, c, enc, 0);
+      ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), enc, deadline);
+      float[] acc = new float[c], one = new float[c];
+      for (int i = 0; i < all.length; i++) {
+        ByteBuffer b = expect(all[i], q.encodedBytes(c), members[i]);
+        ByteBuffer own = ByteBuffer.allocate(b.remaining());
+        own.put(b.duplicate()).flip();
+        q.dequantize(own, 0, c, one, 0);
+        for (int k = 0; k < c; k++) acc[k] += one[k];
+      }
+      sum.asFloatBuffer().put(acc);
+    } else {
+      long bytes = (long) c * dt.size();
+      ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), bytesOf(part, 0, c), deadline);
+      for (int i = 0; i < all.length; i++) expect(all[i], bytes, members[i]);
+      reductions.reduce(dt, op, all, c, sum);
+    }
     if (avg) divide(sum, dt, c, size);
     return sum;
   }

@@ -104,6 +104,7 @@ class HierarchicalCommunicatorTest {
       }
       k.runRootedAndV(counts, new int[] {1, 7, 1023}, EnumSet.of(Collective.REDUCE, Collective.GATHER, Collective.SCATTER,
           Collective.ALL_GATHER_V, Collective.REDUCE_SCATTER_V));
+      k.runPointToPoint(counts);
       c.barrier();
       return k.failures().isEmpty() ? null : String.join("\n", k.failures());
     });
@@ -123,6 +124,26 @@ class HierarchicalCommunicatorTest {
       k.allReduce(DataType.BFLOAT16, ReduceOp.MAX, count, false, CollectiveChecker.Shape.UNIFORM);
       k.allGather(DataType.FLOAT32, count, CollectiveChecker.Shape.UNIFORM);
       k.broadcast(DataType.INT64, count, nodes.length - 1, false);
+      return k.failures().isEmpty() ? null : String.join("\n", k.failures());
+    });
+    assertAllNull(res);
+  }
+
+  /** Low precision on: FP8 with per-block scales on the cross-node leg, within the LP bound of the reference, both paths. */
+  @ParameterizedTest
+  @ValueSource(strings = {"a,a,b,b", "a,a,a,b"})
+  void lowPrecisionAllReduceCrossesNodesAsFp8(String layout) throws Exception {
+    String[] nodes = layout.split(",");
+    CommOptions lp = OPTS.toBuilder().lowPrecision(true).lpMinBytes(1).build();
+    List<Object> res = onNodes(nodes, lp, (r, c) -> {
+      CollectiveChecker k = new CollectiveChecker(c, 99);
+      for (int count : new int[] {7, 1023, 300_001}) {
+        for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+          io.sparkcomms.collectives.Protocol p = k.allReduce(DataType.FLOAT32, op, count, false, CollectiveChecker.Shape.NORMAL);
+          if (p != io.sparkcomms.collectives.Protocol.LP) return "rank " + r + ": allReduce ran " + p + ", not LP";
+        }
+        k.allReduce(DataType.BFLOAT16, ReduceOp.SUM, count, true, CollectiveChecker.Shape.UNIFORM);
+      }
       return k.failures().isEmpty() ? null : String.join("\n", k.failures());
     });
     assertAllNull(res);
@@ -198,6 +219,27 @@ class HierarchicalCommunicatorTest {
         return "rank " + r + ": no error for a refused argument";
       } catch (CommMismatchException | IllegalArgumentException e) {
         if (r == 1 && !(e instanceof IllegalArgumentException)) return "rank 1 raised " + e;
+      }
+      // point-to-point across nodes: ranks 1 (node a) and 2 (node b) both send; then a count mismatch
+      if (r == 1 || r == 2) {
+        int peer = 3 - r;
+        try {
+          c.send(HostTensor.of(new float[4]), peer);
+          return "rank " + r + ": no error when both ranks send";
+        } catch (CommMismatchException e) {
+          // expected on both
+        }
+        try {
+          if (r == 1) c.send(HostTensor.of(new float[4]), peer);
+          else c.recv(HostTensor.of(new float[5]), peer);
+          return "rank " + r + ": no error for a recv of another count";
+        } catch (CommMismatchException e) {
+          // expected on both
+        }
+        float[] got = new float[3];
+        if (r == 1) c.send(HostTensor.of(new float[] {1, 2, 3}), peer);
+        else c.recv(HostTensor.of(got), peer);
+        if (r == 2 && got[2] != 3) return "rank 2 received " + java.util.Arrays.toString(got);
       }
       double[] v = {r + 1};
       c.allReduce(HostTensor.of(v), ReduceOp.SUM);
