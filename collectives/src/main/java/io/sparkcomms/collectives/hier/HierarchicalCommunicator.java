@@ -387,10 +387,9 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     long h = fnv(description) & Long.MAX_VALUE;
     long[] v = {h, -h, problem != null ? 1 : 0};
     loc.allReduce(HostTensor.of(v), ReduceOp.MAX);
-    String nodeVerdict = v[0] != -v[1] ? "the ranks of node " + layout.nodeName(node) + " (world ranks "
-        + java.util.Arrays.toString(layout.members(node)) + ") make different calls"
-        : v[2] != 0 ? "a rank of node " + layout.nodeName(node) + " (world ranks " + java.util.Arrays.toString(layout.members(node))
-            + ") refused its arguments" : null;
+    String ranks = " (world ranks " + java.util.Arrays.toString(layout.members(node)) + ")";
+    String nodeVerdict = v[2] != 0 ? "a rank of node " + layout.nodeName(node) + ranks + " refused its arguments"
+        : v[0] != -v[1] ? "the ranks of node " + layout.nodeName(node) + ranks + " make different calls" : null;
     long[] status = new long[STATUS_WORDS];
     if (leader) {
       String verdict = leadersAgree(call, step, description, nodeVerdict, deadline);

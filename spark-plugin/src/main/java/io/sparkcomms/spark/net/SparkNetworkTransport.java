@@ -29,11 +29,12 @@ import org.apache.spark.network.util.TransportConf;
  * application's secret (and encrypted with {@code spark.network.crypto.enabled}), exactly as Spark's
  * block transfers are; without it any process that reaches the port can connect, and only the
  * frame checks of {@link io.sparkcomms.collectives.net.Mesh} stand between it and the data (see
- * docs/security.md). Connection settings are Spark's {@code spark.sparkcomms.net.io.*} module keys.
+ * docs/security.md). Connection settings are Spark's module keys {@code spark.sparkcommsnet.io.*} (two server and two
+ * client threads unless set).
  */
 public final class SparkNetworkTransport extends Transport {
-  /** Spark's transport-module name: its settings are {@code spark.sparkcomms.net.io.*}. */
-  static final String MODULE = "sparkcomms.net";
+  /** Spark's transport-module name: its settings are {@code spark.sparkcommsnet.io.*}. */
+  static final String MODULE = "sparkcommsnet";
   private static SparkNetworkTransport current;
 
   private final TransportContext context;

@@ -45,6 +45,7 @@ public final class ConfigValidator {
     tryParse(out, sc::gpuClaimCheckInterval);
     tryParse(out, sc::accumulatorsEnabled);
     tryParse(out, sc::rendezvous);
+    tryParse(out, sc::nodeNames);
     tryParse(out, () -> {
       if (sc.requireAuthenticate() && !isTrue(sc, AUTHENTICATE)) {
         out.add(SparkCommsConf.REQUIRE_AUTHENTICATE.key() + "=true but " + AUTHENTICATE + "="
