@@ -20,8 +20,9 @@ import java.util.HexFormat;
  * rank 0's world id); when all name one node the rest is the host backend's own creation on the
  * same rendezvous. Otherwise: every rank attaches its mesh to the transport, a round makes sure all
  * have (so no message reaches a process before it listens for it), each node builds its
- * shared-memory communicator over the mesh, and a last round reports every node's outcome, so a node
- * that failed fails every rank.
+ * shared-memory communicator over the mesh, and a last round reports every node's outcome. When a
+ * node could not (its ranks do not share /dev/shm), every rank becomes a node of its own, logged,
+ * and one more round reports those outcomes.
  */
 public final class HierarchicalComms {
   /** Longest node name accepted from a peer. */
@@ -31,8 +32,17 @@ public final class HierarchicalComms {
 
   private HierarchicalComms() {}
 
+  /** How a node's shared-memory communicator is built (tests replace it to make a node fail). */
+  interface LocalFactory {
+    Communicator create(Rendezvous rv, CommOptions o);
+  }
+
   /** The communicator of {@code rv.rank()}, which runs on {@code node}; {@code transport} carries the cross-node leg. */
   public static Communicator create(Rendezvous rv, String node, Transport transport, CommOptions o) {
+    return create(rv, node, transport, o, HostCommunicator::create);
+  }
+
+  static Communicator create(Rendezvous rv, String node, Transport transport, CommOptions o, LocalFactory factory) {
     checkName("node name", node, MAX_NODE_NAME);
     String address = transport.address();
     checkName("transport address", address, MAX_ADDRESS);
@@ -61,19 +71,33 @@ public final class HierarchicalComms {
     Communicator local = null;
     try {
       rv.allGather(new byte[0], o.timeout());  // every rank's mesh listens before any message is sent
-      String err = null;
       int[] members = layout.members(layout.nodeOf(r));
+      String err = null;
       try {
-        local = HostCommunicator.create(new MeshRendezvous(mesh, members), o);
+        local = factory.create(new MeshRendezvous(mesh, members), o);
       } catch (RuntimeException e) {
         err = "the ranks of node " + layout.nodeName(layout.nodeOf(r)) + " (world ranks " + java.util.Arrays.toString(members)
-            + ") could not build their shared-memory communicator (ranks that name one node must share /dev/shm): " + e.getMessage();
+            + ") could not build their shared-memory communicator: " + e.getMessage();
       }
-      byte[][] st = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
-      for (int p = 0; p < n; p++) {
-        String s = new String(st[p], StandardCharsets.UTF_8);
-        if (s.startsWith("ERR ")) throw new CommException("rank " + r + ": rank " + p + ": " + s.substring(4));
-        if (!s.equals("OK")) throw new CommException("rank " + r + ": rank " + p + " sent an unreadable creation status");
+      String failed = outcome(rv, r, err, o);
+      if (failed != null) {
+        // Ranks that name one node but cannot share memory (pods with a /dev/shm each, a wrong node
+        // name): every rank becomes a node of its own, so the communicator still works, over the mesh only.
+        if (local != null) local.close();
+        local = null;
+        System.getLogger(HierarchicalComms.class.getName()).log(System.Logger.Level.WARNING, "rank " + r + ": " + failed
+            + "; every rank of this communicator is a node of its own (ranks that name one node must share /dev/shm)");
+        String[] own = new String[n];
+        for (int p = 0; p < n; p++) own[p] = nodes[p] + "#" + p;
+        layout = new NodeLayout(own);
+        err = null;
+        try {
+          local = factory.create(new MeshRendezvous(mesh, new int[] {r}), o);
+        } catch (RuntimeException e) {
+          err = "could not build its own shared-memory communicator: " + e.getMessage();
+        }
+        String again = outcome(rv, r, err, o);
+        if (again != null) throw new CommException("rank " + r + ": " + again);
       }
       return new HierarchicalCommunicator(r, o, layout, mesh, local);
     } catch (RuntimeException e) {
@@ -81,6 +105,17 @@ public final class HierarchicalComms {
       mesh.close();
       throw e;
     }
+  }
+
+  /** One world round of every rank's outcome: null when all succeeded, else the first failure, the same on every rank. */
+  private static String outcome(Rendezvous rv, int r, String err, CommOptions o) {
+    byte[][] st = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
+    for (int p = 0; p < st.length; p++) {
+      String s = new String(st[p], StandardCharsets.UTF_8);
+      if (s.startsWith("ERR ")) return "rank " + p + ": " + s.substring(4);
+      if (!s.equals("OK")) throw new CommException("rank " + r + ": rank " + p + " sent an unreadable creation status");
+    }
+    return null;
   }
 
   private static long badId() { throw new IllegalArgumentException("world id"); }

@@ -270,6 +270,56 @@ class HierarchicalCommunicatorTest {
     assertTrue(s < 30, "took " + s + " s: an abort must not wait for the timeout");
   }
 
+  /** A node whose ranks cannot share memory: every rank becomes a node of its own, and the results are still right. */
+  @Test
+  void aNodeThatCannotShareMemoryFallsBackToOneRankPerNode() throws Exception {
+    String[] nodes = {"a", "a", "b", "b"};
+    int n = nodes.length;
+    InJvmRendezvous.Group g = InJvmRendezvous.group(n);
+    List<Object> res = RankGroupRunner.run(n, r -> {
+      InJvmTransport t = new InJvmTransport();
+      try (Communicator c = HierarchicalComms.create(g.member(r), nodes[r], t, OPTS, (rv, o) -> {
+        if (nodes[r].equals("b") && rv.size() > 1) throw new io.sparkcomms.collectives.CommException("no shared /dev/shm here");
+        return io.sparkcomms.collectives.host.HostCommunicator.create(rv, o);
+      })) {
+        NodeLayout l = ((HierarchicalCommunicator) c).layout();
+        if (l.nodeCount() != n) return "rank " + r + ": " + l;
+        CollectiveChecker k = new CollectiveChecker(c, 3);
+        k.allReduce(DataType.FLOAT32, ReduceOp.SUM, 1023, false, CollectiveChecker.Shape.UNIFORM);
+        k.allGather(DataType.FLOAT64, 7, CollectiveChecker.Shape.UNIFORM);
+        return k.failures().isEmpty() ? null : String.join("\n", k.failures());
+      } finally {
+        t.close();
+      }
+    });
+    assertAllNull(res);
+  }
+
+  /** Runs {@code f(rank)} on a thread per rank; a value or what it threw, by rank. */
+  static final class RankGroupRunner {
+    static List<Object> run(int n, java.util.function.IntFunction<Object> f) throws Exception {
+      ExecutorService pool = Executors.newFixedThreadPool(n);
+      try {
+        List<Future<Object>> fs = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+          int rank = r;
+          fs.add(pool.submit(() -> {
+            try {
+              return f.apply(rank);
+            } catch (RuntimeException | AssertionError e) {
+              return e;
+            }
+          }));
+        }
+        List<Object> out = new ArrayList<>();
+        for (Future<Object> x : fs) out.add(x.get(600, TimeUnit.SECONDS));
+        return out;
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+  }
+
   @Test
   void ranksOnOneNodeGetThePlainHostBackend() throws Exception {
     List<Object> res = onNodes(new String[] {"a", "a"}, OPTS, (r, c) -> c.backendName());
