@@ -51,6 +51,8 @@ public abstract class AbstractCommunicator implements Communicator {
   private final PointToPoint p2p;
   /** The options of the call this thread is making through {@link #withOptions} (null: none). */
   private final ThreadLocal<CallOptions> callOptions = new ThreadLocal<>();
+  /** Whether this backend carries transfers itself ({@link #transfer}) instead of pair channels. */
+  private final boolean direct;
   /** The protocol of the last call that completed (what a point-to-point channel reports to its parent). */
   private volatile Protocol lastProtocol;
 
@@ -59,6 +61,15 @@ public abstract class AbstractCommunicator implements Communicator {
    * same on every rank (rank 0's, from the creation messages).
    */
   protected AbstractCommunicator(int rank, int size, CommOptions options, BackendOffer offer, PairDirectory pairs) {
+    this(rank, size, options, offer, pairs, false);
+  }
+
+  /**
+   * As above; with {@code directTransfers} send, recv and batches run through {@link #transfer}
+   * (in call order, under this communicator's call lock) and {@code pairs} is not used.
+   */
+  protected AbstractCommunicator(int rank, int size, CommOptions options, BackendOffer offer, PairDirectory pairs, boolean directTransfers) {
+    this.direct = directTransfers;
     this.rank = rank;
     this.size = size;
     this.options = Objects.requireNonNull(options, "options");
@@ -158,7 +169,7 @@ public abstract class AbstractCommunicator implements Communicator {
     runUnwrapped(p, () -> {
       refuseTransferIfAborted();
       settle();
-      return p2p.run(op, t);
+      return direct ? transfer(List.of(op), t) : p2p.run(op, t);
     });
   }
 
@@ -168,8 +179,17 @@ public abstract class AbstractCommunicator implements Communicator {
     return submitUnwrapped(p, () -> {
       refuseTransferIfAborted();
       settle();
-      return p2p.run(op, t);
+      return direct ? transfer(List.of(op), t) : p2p.run(op, t);
     });
+  }
+
+  /**
+   * Runs {@code ops} (one transfer, or a batch) with timeout {@code t} on a backend that carries
+   * transfers itself rather than on pair channels (constructed with {@code directTransfers}); called in call order, as
+   * one call of this communicator. Returns the protocol that ran.
+   */
+  protected Protocol transfer(List<BatchSendRecv.Transfer> ops, Duration t) {
+    throw new UnsupportedOperationException("transfer");
   }
 
   /** Runs a batch's transfers as one call (its {@link BatchSendRecv#issue()}). */
@@ -188,7 +208,7 @@ public abstract class AbstractCommunicator implements Communicator {
       refuseTransferIfAborted();
       settle();
       // a stream-ordered (GPU) backend runs the peers one after the other: see PointToPoint
-      return p2p.runBatch(ops, !planner.offer().enqueues(), t);
+      return direct ? transfer(ops, t) : p2p.runBatch(ops, !planner.offer().enqueues(), t);
     });
   }
 

@@ -246,8 +246,9 @@ public final class BarrierComms {
     try {
       SparkCommsConf conf = SparkCommsConf.of(SparkEnv.get().conf());
       String[] hosts = NodeIdentity.hostsOf(ctx);
-      if (NodeIdentity.acrossNodes(conf, hosts)) {
-        String node = NodeIdentity.of(conf, SparkEnv.get().executorId(), hosts[ctx.partitionId()], System.getenv());
+      Map<String, String> nodeNames = conf.nodeNames();
+      if (NodeIdentity.acrossNodes(nodeNames, hosts)) {
+        String node = NodeIdentity.of(nodeNames, SparkEnv.get().executorId(), hosts[ctx.partitionId()], System.getenv());
         comm = Comms.createAcrossNodes(rv, node, SparkNetworkTransport.forExecutor(), options);
       } else {
         comm = Comms.create(rv, options, device);

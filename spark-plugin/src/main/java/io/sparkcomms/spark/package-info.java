@@ -9,9 +9,10 @@
  * <p>Sub-packages, by concern: {@code dataset} (Dataset and JavaRDD helpers built on
  * {@code BarrierComms}), {@code plugin} (the driver and executor plugins, the typed configuration,
  * metrics, the plugin's message encoding), {@code gpu} (the executor's GPU: discovery, pinning,
- * claims, NUMA affinity) and {@code rendezvous} (how the tasks of a barrier stage meet). Dependencies
- * point one way: {@code gpu} and {@code rendezvous} use no other package of this layer,
- * {@code plugin} uses those two, this package uses {@code plugin}, and {@code dataset} uses this
+ * claims, NUMA affinity), {@code rendezvous} (how the tasks of a barrier stage meet, which node each
+ * runs on) and {@code net} (the transport between nodes, over Spark's network library). Dependencies
+ * point one way: {@code gpu}, {@code rendezvous} and {@code net} use no other package of this layer,
+ * {@code plugin} uses the first two, this package uses {@code plugin}, and {@code dataset} uses this
  * package and {@code plugin}.
  */
 package io.sparkcomms.spark;

@@ -90,10 +90,14 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
   private final long[] pairSeq;
   private long calls;
   private volatile Duration callTimeout;
+  /** The bound of each wait of the current call (every step gets the whole timeout, as each local step does). */
+  private long stepNanos;
+  /** Whether the current allReduce crosses nodes as FP8 (decided in the agreement). */
+  private boolean lowPrecision;
   private volatile boolean aborted;
 
   HierarchicalCommunicator(int rank, CommOptions options, NodeLayout layout, Mesh mesh, Communicator local) {
-    super(rank, layout.worldSize(), options, BackendOffer.HOST, PairDirectory.fresh());
+    super(rank, layout.worldSize(), options, BackendOffer.HOST, PairDirectory.fresh(), true);
     this.layout = layout;
     this.mesh = mesh;
     this.local = local;
@@ -144,18 +148,6 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   // ------------------------------------------------------------------ point-to-point
 
-  @Override public void send(Tensor tensor, int peer) { transfer(List.of(new BatchSendRecv.Transfer(true, tensor, peer))); }
-  @Override public void recv(Tensor tensor, int peer) { transfer(List.of(new BatchSendRecv.Transfer(false, tensor, peer))); }
-  @Override public Work sendAsync(Tensor tensor, int peer) { send(tensor, peer); return Work.completed(); }
-  @Override public Work recvAsync(Tensor tensor, int peer) { recv(tensor, peer); return Work.completed(); }
-  @Override public BatchSendRecv batch() {
-    ensureOpen();
-    return new BatchSendRecv(ops -> {
-      transfer(ops);
-      return Work.completed();
-    });
-  }
-
   /**
    * Transfers over the mesh, directly between the two ranks whatever their nodes. The i-th transfer
    * between two ranks is one message each way: the sender's carries its dtype, count and data, the
@@ -164,44 +156,39 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
    * ({@link CommMismatchException}; the refusing side raises {@link IllegalArgumentException}). Every
    * message of a batch is sent before any is awaited, so a batch cannot deadlock; with one peer, the
    * transfers from the lower rank to the higher come first, each direction in the order added (the
-   * shared-memory backend's order). A transfer whose peer never comes times out and aborts.
+   * shared-memory backend's order). A transfer whose peer never comes times out and aborts. The base
+   * class runs it in call order, as one call of this communicator.
    */
-  private void transfer(List<BatchSendRecv.Transfer> ops) {
-    ensureOpen();
-    for (BatchSendRecv.Transfer op : ops) {
-      String name = op.send() ? "send" : "recv";
-      if (op.peer() < 0 || op.peer() >= size) throw new IllegalArgumentException(name + ": peer " + op.peer() + " outside 0.." + (size - 1));
-      if (op.peer() == rank) throw new IllegalArgumentException(name + ": peer " + op.peer() + " is this rank (rank " + rank + ")");
-    }
+  @Override protected Protocol transfer(List<BatchSendRecv.Transfer> ops, Duration t) {
     if (isAborted()) throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason());
     List<BatchSendRecv.Transfer> order = new ArrayList<>(ops);
-    order.sort(Comparator.comparingInt((BatchSendRecv.Transfer t) -> t.peer())
-        .thenComparingInt(t -> (t.send() ? rank < t.peer() : t.peer() < rank) ? 0 : 1));
+    order.sort(Comparator.comparingInt((BatchSendRecv.Transfer x) -> x.peer())
+        .thenComparingInt(x -> (x.send() ? rank < x.peer() : x.peer() < rank) ? 0 : 1));
     synchronized (pairSeq) {
-      long deadline = System.nanoTime() + timeout().toNanos();
       long[] seqs = new long[order.size()];
       String[] problems = new String[order.size()];
+      RuntimeException first = null;
       try {
         for (int i = 0; i < order.size(); i++) {
-          BatchSendRecv.Transfer t = order.get(i);
-          seqs[i] = pairSeq[t.peer()]++;
-          problems[i] = refused(t);
-          mesh.send(t.peer(), Mesh.P2P, seqs[i], transferMessage(t, problems[i]));
+          BatchSendRecv.Transfer x = order.get(i);
+          seqs[i] = pairSeq[x.peer()]++;
+          problems[i] = refused(x);
+          mesh.send(x.peer(), Mesh.P2P, seqs[i], transferMessage(x, problems[i]));
         }
-        RuntimeException first = null;
+        long deadline = System.nanoTime() + t.toNanos();
         for (int i = 0; i < order.size(); i++) {
-          BatchSendRecv.Transfer t = order.get(i);
-          ByteBuffer b = mesh.take(t.peer(), Mesh.P2P, seqs[i], deadline);
-          RuntimeException e = matchTransfer(t, problems[i], b);
+          BatchSendRecv.Transfer x = order.get(i);
+          ByteBuffer b = mesh.take(x.peer(), Mesh.P2P, seqs[i], deadline);
+          RuntimeException e = matchTransfer(x, problems[i], b);
           if (first == null) first = e;
         }
-        if (first != null) throw first;
-      } catch (CommMismatchException | IllegalArgumentException e) {
-        throw e;
       } catch (RuntimeException e) {
+        // not an outcome both sides agree on (a timeout, an abort, a frame that cannot be built): abort
         abort((order.get(0).send() ? "send" : "recv") + " failed on rank " + rank + ": " + e);
         throw e;
       }
+      if (first != null) throw first;  // both sides raise at this transfer; the communicator stays usable
+      return Protocol.FLAT;
     }
   }
 
@@ -211,7 +198,9 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     if (t.tensor() == null) return name + ": tensor is null";
     if (!(t.tensor() instanceof HostTensor h)) return name + ": a device tensor; a communicator across nodes takes host tensors";
     if (!t.send() && !h.isWritable()) return name + ": the receive buffer is read-only";
-    if (t.tensor().count() > Integer.MAX_VALUE / 8) return name + ": more elements than one message carries";
+    if (t.tensor().count() * t.tensor().dtype().size() > Integer.MAX_VALUE - 64 * 1024) {
+      return name + ": " + t.tensor().count() + " elements: more than one message carries (2 GB)";
+    }
     return null;
   }
 
@@ -269,12 +258,16 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason());
     }
     long call = calls++;
-    long deadline = System.nanoTime() + timeout().toNanos();
+    stepNanos = timeout().toNanos();
     Communicator loc = callTimeout == null ? local : local.withOptions(CallOptions.timeout(callTimeout));
     String problem = p.problem();
     if (problem == null) problem = HostReductions.aliasingProblem(p, rank);
+    // the protocol from agreed values only (count, dtype, op, request; the options were compared at
+    // creation), and part of the description, so that ranks cannot run different ones
+    lowPrecision = problem == null && p.kind() == Collective.ALL_REDUCE && AlgorithmSelector.choose(Collective.ALL_REDUCE,
+        p.count() * p.dtype().size(), size, p.dtype(), p.op(), p.request(), options) == Protocol.LP;
     try {
-      agree(loc, call, 0, describe(p), problem, deadline);
+      agree(loc, call, 0, describe(p) + (lowPrecision ? " LP" : "") + (p.request() != null ? " " + p.request() : ""), problem);
     } catch (CommMismatchException | IllegalArgumentException e) {
       throw e;  // every rank raised at this call; the communicator stays usable
     } catch (RuntimeException e) {
@@ -283,7 +276,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       throw failed(p, e);
     }
     try {
-      return run(loc, call, p, deadline);
+      return run(loc, call, p);
     } catch (CommCapacityException e) {
       throw e;  // an agreed verdict (allToAllV sizes)
     } catch (RuntimeException e) {
@@ -304,24 +297,24 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   private Duration timeout() { Duration t = callTimeout; return t != null ? t : options.timeout(); }
 
-  private Protocol run(Communicator loc, long call, PlannedCall p, long deadline) {
+  private Protocol run(Communicator loc, long call, PlannedCall p) {
     HostTensor in = (HostTensor) p.in(), out = (HostTensor) p.out();
     int n = size;
     switch (p.kind()) {
       case BARRIER:
         return Protocol.FLAT;
       case ALL_REDUCE:
-        return allReduce(loc, call, in, out, p.op(), (int) p.count(), deadline, AlgorithmSelector.choose(p, n, options) == Protocol.LP);
+        return allReduce(loc, call, in, out, p.op(), (int) p.count(), lowPrecision);
       case REDUCE: {
         HostTensor tmp = HostTensor.allocate(p.dtype(), (int) p.count());
-        Protocol pr = allReduce(loc, call, in, tmp, p.op(), (int) p.count(), deadline, false);
+        Protocol pr = allReduce(loc, call, in, tmp, p.op(), (int) p.count(), false);
         if (rank == p.root()) copy(tmp, 0, out, 0, (int) p.count());
         return pr;
       }
       case REDUCE_SCATTER: {
         int c = (int) p.count();
         HostTensor tmp = HostTensor.allocate(p.dtype(), c * n);
-        Protocol pr = allReduce(loc, call, prefix(in, c * n), tmp, p.op(), c * n, deadline, false);
+        Protocol pr = allReduce(loc, call, prefix(in, c * n), tmp, p.op(), c * n, false);
         copy(tmp, (long) rank * c, out, 0, c);
         return pr;
       }
@@ -329,34 +322,34 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
         PerRankCounts pc = p.counts();
         int total = (int) pc.total();
         HostTensor tmp = HostTensor.allocate(p.dtype(), total);
-        Protocol pr = allReduce(loc, call, prefix(in, total), tmp, p.op(), total, deadline, false);
+        Protocol pr = allReduce(loc, call, prefix(in, total), tmp, p.op(), total, false);
         copy(tmp, pc.start(rank), out, 0, (int) pc.count(rank));
         return pr;
       }
       case ALL_GATHER: {
         long[] counts = new long[n];
         java.util.Arrays.fill(counts, p.count());
-        allGather(loc, call, in, out, PerRankCounts.of(counts, n), deadline);
+        allGather(loc, call, in, out, PerRankCounts.of(counts, n));
         return Protocol.FLAT;
       }
       case ALL_GATHER_V:
-        allGather(loc, call, in, out, p.counts(), deadline);
+        allGather(loc, call, in, out, p.counts());
         return Protocol.FLAT;
       case GATHER: {
         int c = (int) p.count();
         long[] counts = new long[n];
         java.util.Arrays.fill(counts, c);
         HostTensor all = rank == p.root() ? out : HostTensor.allocate(p.dtype(), c * n);
-        allGather(loc, call, in, all, PerRankCounts.of(counts, n), deadline);
+        allGather(loc, call, in, all, PerRankCounts.of(counts, n));
         return Protocol.FLAT;
       }
       case BROADCAST:
-        broadcast(loc, call, in, out, p.root(), (int) p.count(), deadline);
+        broadcast(loc, call, in, out, p.root(), (int) p.count());
         return Protocol.FLAT;
       case SCATTER: {
         int c = (int) p.count();
         HostTensor all = HostTensor.allocate(p.dtype(), c * n);
-        broadcast(loc, call, rank == p.root() ? prefix(in, c * n) : all, all, p.root(), c * n, deadline);
+        broadcast(loc, call, rank == p.root() ? prefix(in, c * n) : all, all, p.root(), c * n);
         copy(all, (long) rank * c, out, 0, c);
         return Protocol.FLAT;
       }
@@ -367,11 +360,11 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
           counts[j] = c;
           offs[j] = (long) j * c;
         }
-        allToAll(loc, call, in, counts, offs, out, offs, null, deadline);
+        allToAll(loc, call, in, counts, offs, out, offs, null);
         return Protocol.FLAT;
       }
       case ALL_TO_ALL_V:
-        return allToAllV(loc, call, p, deadline);
+        return allToAllV(loc, call, p);
       default:
         throw new AssertionError(p.kind());
     }
@@ -383,7 +376,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
    * The call's agreement (see the class comment): returns when every rank of every node makes this
    * call with its arguments accepted; otherwise raises on every rank.
    */
-  private void agree(Communicator loc, long call, int step, String description, String problem, long deadline) {
+  private void agree(Communicator loc, long call, int step, String description, String problem) {
     long h = fnv(description) & Long.MAX_VALUE;
     long[] v = {h, -h, problem != null ? 1 : 0};
     loc.allReduce(HostTensor.of(v), ReduceOp.MAX);
@@ -392,7 +385,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
         : v[0] != -v[1] ? "the ranks of node " + layout.nodeName(node) + ranks + " make different calls" : null;
     long[] status = new long[STATUS_WORDS];
     if (leader) {
-      String verdict = leadersAgree(call, step, description, nodeVerdict, deadline);
+      String verdict = leadersAgree(call, step, description, nodeVerdict);
       pack(status, verdict);
     }
     loc.broadcast(HostTensor.of(status), 0);
@@ -404,12 +397,12 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
   }
 
   /** The leaders' exchange of descriptions and node verdicts; null when all agree, else the same text on every leader. */
-  private String leadersAgree(long call, int step, String description, String nodeVerdict, long deadline) {
+  private String leadersAgree(long call, int step, String description, String nodeVerdict) {
     byte[] d = description.getBytes(StandardCharsets.UTF_8);
     byte[] nv = nodeVerdict == null ? new byte[0] : nodeVerdict.getBytes(StandardCharsets.UTF_8);
     ByteBuffer mine = ByteBuffer.allocate(9 + d.length + nv.length);
     mine.put((byte) (nodeVerdict == null ? 0 : 1)).putInt(d.length).put(d).putInt(nv.length).put(nv).flip();
-    ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, step), mine, deadline);
+    ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, step), mine);
     String[] desc = new String[all.length];
     String first = null;
     for (int i = 0; i < all.length; i++) {
@@ -479,16 +472,20 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   private static long seq(long call, int step) { return call * 16 + step; }
 
+  /** The deadline of a wait that starts now. */
+  private long deadline() { return System.nanoTime() + stepNanos; }
+
   // ------------------------------------------------------------------ the cross-node exchange
 
   /**
    * Sends {@code mine} to every other member and takes what each sent: result {@code [me]} is
    * {@code mine}. Every member calls it with the same members and sequence number.
    */
-  private ByteBuffer[] exchange(int[] members, int me, byte channel, long seq, ByteBuffer mine, long deadline) {
+  private ByteBuffer[] exchange(int[] members, int me, byte channel, long seq, ByteBuffer mine) {
     for (int i = 0; i < members.length; i++) if (i != me) mesh.send(members[i], channel, seq, mine.duplicate());
     ByteBuffer[] all = new ByteBuffer[members.length];
     all[me] = mine.duplicate();
+    long deadline = deadline();
     for (int i = 0; i < members.length; i++) if (i != me) all[i] = mesh.take(members[i], channel, seq, deadline);
     return all;
   }
@@ -502,14 +499,14 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   // ------------------------------------------------------------------ algorithms
 
-  private Protocol allReduce(Communicator loc, long call, HostTensor in, HostTensor out, ReduceOp op, int c, long deadline, boolean lp) {
+  private Protocol allReduce(Communicator loc, long call, HostTensor in, HostTensor out, ReduceOp op, int c, boolean lp) {
     DataType dt = in.dtype();
     if (op.kind() == ReduceOp.Kind.AVG && dt == DataType.INT32) {
       // exact: the sum of INT32 inputs in INT64, divided once, then wrapped as a flat INT32 AVG is
       long[] wide = new long[c];
       for (int i = 0; i < c; i++) wide[i] = (long) in.getDouble(i);
       HostTensor w = HostTensor.of(wide);
-      Protocol p = allReduce(loc, call, w, w, op, c, deadline, lp);
+      Protocol p = allReduce(loc, call, w, w, op, c, lp);
       for (int i = 0; i < c; i++) out.setDouble(i, (int) wide[i]);
       return p;
     }
@@ -518,7 +515,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       float[] wide = new float[c];
       for (int i = 0; i < c; i++) wide[i] = (float) in.getDouble(i);
       HostTensor w = HostTensor.of(wide);
-      Protocol p = allReduce(loc, call, w, w, op, c, deadline, lp);
+      Protocol p = allReduce(loc, call, w, w, op, c, lp);
       for (int i = 0; i < c; i++) out.setDouble(i, wide[i]);
       return p;
     }
@@ -534,7 +531,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       int lr = layout.localRank(rank);
       HostTensor shard = HostTensor.allocate(dt, (int) counts[lr]);
       loc.reduceScatterV(prefix(in, c), shard, counts, nodeOp);
-      ByteBuffer sum = crossNode(call, rail, node, Mesh.SHARDS, shard, crossOp, avg, deadline, lp);
+      ByteBuffer sum = crossNode(call, rail, node, Mesh.SHARDS, shard, crossOp, avg, lp);
       shard.copyFrom(sum, 0, 0, (int) counts[lr]);
       loc.allGatherV(shard, out, counts);
       return lp ? Protocol.LP : Protocol.TREE;
@@ -542,7 +539,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     HostTensor acc = HostTensor.allocate(dt, c);
     loc.reduce(prefix(in, c), acc, nodeOp, 0);
     if (leader) {
-      ByteBuffer sum = crossNode(call, leaders, node, Mesh.LEADERS, acc, crossOp, avg, deadline, lp);
+      ByteBuffer sum = crossNode(call, leaders, node, Mesh.LEADERS, acc, crossOp, avg, lp);
       acc.copyFrom(sum, 0, 0, c);
     }
     loc.broadcast(acc, out, 0);
@@ -555,7 +552,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
    * per block ({@link BlockQuantizer}) and the decoded parts are summed in FP32: one FP8 rounding of
    * each node's (or shard's) sum, a quarter of the bytes on the network.
    */
-  private ByteBuffer crossNode(long call, int[] members, int me, byte channel, HostTensor part, ReduceOp op, boolean avg, long deadline,
+  private ByteBuffer crossNode(long call, int[] members, int me, byte channel, HostTensor part, ReduceOp op, boolean avg,
       boolean lp) {
     DataType dt = part.dtype();
     int c = (int) part.count();
@@ -566,7 +563,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       for (int k = 0; k < c; k++) mine[k] = (float) part.getDouble(k);
       ByteBuffer enc = ByteBuffer.allocate(q.encodedBytes(c));
       q.quantize(mine, 0, c, enc, 0);
-      ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), enc, deadline);
+      ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), enc);
       float[] acc = new float[c], one = new float[c];
       for (int i = 0; i < all.length; i++) {
         ByteBuffer b = expect(all[i], q.encodedBytes(c), members[i]);
@@ -578,7 +575,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       sum.asFloatBuffer().put(acc);
     } else {
       long bytes = (long) c * dt.size();
-      ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), bytesOf(part, 0, c), deadline);
+      ByteBuffer[] all = exchange(members, me, channel, seq(call, 1), bytesOf(part, 0, c));
       for (int i = 0; i < all.length; i++) expect(all[i], bytes, members[i]);
       reductions.reduce(dt, op, all, c, sum);
     }
@@ -586,7 +583,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     return sum;
   }
 
-  private void allGather(Communicator loc, long call, HostTensor in, HostTensor out, PerRankCounts pc, long deadline) {
+  private void allGather(Communicator loc, long call, HostTensor in, HostTensor out, PerRankCounts pc) {
     DataType dt = in.dtype();
     int[] mine = layout.members(node);
     long[] localCounts = new long[mine.length];
@@ -599,7 +596,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     loc.allGatherV(prefix(in, pc.count(rank)), block, localCounts);
     HostTensor all = HostTensor.allocate(dt, (int) pc.total());
     if (leader) {
-      ByteBuffer[] blocks = exchange(leaders, node, Mesh.LEADERS, seq(call, 1), bytesOf(block, 0, (int) blockCount), deadline);
+      ByteBuffer[] blocks = exchange(leaders, node, Mesh.LEADERS, seq(call, 1), bytesOf(block, 0, (int) blockCount));
       for (int i = 0; i < blocks.length; i++) {
         int[] m = layout.members(i);
         long bytes = 0;
@@ -615,7 +612,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     loc.broadcast(all, out, 0);
   }
 
-  private void broadcast(Communicator loc, long call, HostTensor in, HostTensor out, int root, int c, long deadline) {
+  private void broadcast(Communicator loc, long call, HostTensor in, HostTensor out, int root, int c) {
     DataType dt = in.dtype();
     int rootNode = layout.nodeOf(root);
     HostTensor data = HostTensor.allocate(dt, c);
@@ -629,13 +626,13 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       return;
     }
     if (leader) {
-      ByteBuffer b = expect(mesh.take(leaders[rootNode], Mesh.LEADERS, seq(call, 1), deadline), (long) c * dt.size(), leaders[rootNode]);
+      ByteBuffer b = expect(mesh.take(leaders[rootNode], Mesh.LEADERS, seq(call, 1), deadline()), (long) c * dt.size(), leaders[rootNode]);
       data.copyFrom(b, b.position(), 0, c);
     }
     loc.broadcast(data, out, 0);
   }
 
-  private Protocol allToAllV(Communicator loc, long call, PlannedCall p, long deadline) {
+  private Protocol allToAllV(Communicator loc, long call, PlannedCall p) {
     HostTensor in = (HostTensor) p.in(), out = (HostTensor) p.out();
     Splits sp = p.splits();
     int n = size;
@@ -647,7 +644,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       at += Math.max(0, sc[j]);
       if (ro != null) ro[j] = (long) ((HostTensor) sp.recvOffsets()).getDouble(j);
     }
-    allToAll(loc, call, in, sc, so, out, ro, (HostTensor) sp.recvCounts(), deadline);
+    allToAll(loc, call, in, sc, so, out, ro, (HostTensor) sp.recvCounts());
     return Protocol.FLAT;
   }
 
@@ -658,7 +655,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
    * agrees on the sizes before any output is written.
    */
   private void allToAll(Communicator loc, long call, HostTensor in, long[] counts, long[] sendOffs, HostTensor out, long[] recvOffs,
-      HostTensor recvCounts, long deadline) {
+      HostTensor recvCounts) {
     int n = size;
     DataType dt = (in != null ? in : out).dtype();
     int es = dt.size();
@@ -669,40 +666,46 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
             + ") runs outside its input of " + in.count();
       }
     }
-    // a rank whose own blocks are bad sends a count of -1 to every peer, so that the size verdict fails everywhere
+    // each block: its count, whether the sender's own blocks are bad (then no data), the data
     for (int j = 0; j < n; j++) {
       if (j == rank) continue;
-      ByteBuffer b;
-      if (problem != null) {
-        b = ByteBuffer.allocate(8).putLong(-1).flip();
-      } else {
-        b = ByteBuffer.allocate(8 + (int) (counts[j] * es)).order(ByteOrder.nativeOrder());
-        b.putLong(counts[j]);
-        in.copyTo(sendOffs[j], (int) counts[j], b, 8);
-        b.position(0);
-      }
-      mesh.send(j, Mesh.WORLD, seq(call, 1), b);
+      int len = problem != null ? 0 : (int) (counts[j] * es);
+      ByteBuffer b = ByteBuffer.allocate(9 + len).order(ByteOrder.nativeOrder());
+      b.putLong(counts[j]).put((byte) (problem != null ? 1 : 0));
+      if (len > 0) in.copyTo(sendOffs[j], (int) counts[j], b, 9);
+      mesh.send(j, Mesh.WORLD, seq(call, 1), b.position(0));
     }
     ByteBuffer[] got = new ByteBuffer[n];
     long[] rc = new long[n];
+    boolean[] bad = new boolean[n];
+    long deadline = deadline();
     for (int i = 0; i < n; i++) {
       if (i == rank) {
-        rc[i] = problem != null ? -1 : counts[i];
+        rc[i] = counts[i];
+        bad[i] = problem != null;
         if (problem == null) got[i] = bytesOf(in, sendOffs[i], (int) counts[i]);
         continue;
       }
       ByteBuffer b = mesh.take(i, Mesh.WORLD, seq(call, 1), deadline).order(ByteOrder.nativeOrder());
-      if (b.remaining() < 8) throw new CommException("rank " + i + " sent an allToAll block without its count");
+      if (b.remaining() < 9) throw new CommException("rank " + i + " sent an allToAll block without its count");
       rc[i] = b.getLong(b.position());
-      if (rc[i] >= 0 && b.remaining() != 8 + rc[i] * es) throw new CommException("rank " + i + " sent a block whose length is not its count");
-      b.position(b.position() + 8);
+      bad[i] = b.get(b.position() + 8) != 0;
+      long expect = bad[i] || rc[i] < 0 ? 0 : rc[i] * es;
+      if (rc[i] > Integer.MAX_VALUE / es || b.remaining() != 9 + expect) {
+        throw new CommException("rank " + i + " sent a block whose length is not its count");
+      }
+      if (recvCounts == null && (bad[i] || rc[i] != counts[i])) {
+        throw new CommException("rank " + i + " sent " + rc[i] + " elements where the agreed allToAll moves " + counts[i]);
+      }
+      b.position(b.position() + 9);
       got[i] = b.slice().order(ByteOrder.nativeOrder());
     }
-    long end = 0;
     String verdict = problem;
+    long end = 0;
+    long[][] slots = new long[n][];
     for (int i = 0; i < n && verdict == null; i++) {
-      if (rc[i] < 0) {
-        verdict = "allToAllV: rank " + i + " sent no block (its own blocks run outside its input)";
+      if (bad[i] || rc[i] < 0) {
+        verdict = "allToAllV: rank " + i + "'s blocks run outside its input (or a count is negative)";
         break;
       }
       long start = recvOffs != null ? recvOffs[i] : end;
@@ -711,27 +714,35 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
         verdict = "allToAllV: rank " + rank + " would receive " + rc[i] + " elements from rank " + i + " at " + start
             + ", past its output of " + out.count();
       }
+      slots[i] = new long[] {start, end, i};
+    }
+    if (verdict != null && recvCounts == null) throw new CommException("allToAll: " + verdict);
+    if (verdict == null && recvOffs != null) {
+      // blocks that land at given offsets must not overlap one another
+      long[][] sorted = java.util.Arrays.stream(slots).filter(x -> x[1] > x[0]).sorted(Comparator.comparingLong(x -> x[0]))
+          .toArray(long[][]::new);
+      for (int k = 1; k < sorted.length && verdict == null; k++) {
+        if (sorted[k][0] < sorted[k - 1][1]) {
+          verdict = "allToAllV: on rank " + rank + " the block from rank " + sorted[k][2] + " (at " + sorted[k][0]
+              + ") overlaps the block from rank " + sorted[k - 1][2] + " (ending at " + sorted[k - 1][1] + ")";
+        }
+      }
     }
     if (recvCounts != null) for (int i = 0; i < n; i++) recvCounts.setDouble(i, Math.max(rc[i], 0));
     if (recvCounts != null) {
       long[] flag = {verdict != null ? 1 : 0};
       try {
-        agreeFlag(loc, call, flag, verdict, deadline);
+        agreeFlag(loc, call, flag, verdict);
       } catch (CommMismatchException e) {
         throw new CommCapacityException(e.getMessage());
       }
       if (verdict != null) throw new CommCapacityException(verdict);
     }
-    end = 0;
-    for (int i = 0; i < n; i++) {
-      long start = recvOffs != null ? recvOffs[i] : end;
-      end = start + rc[i];
-      out.copyFrom(got[i], got[i].position(), start, (int) rc[i]);
-    }
+    for (int i = 0; i < n; i++) if (rc[i] > 0) out.copyFrom(got[i], got[i].position(), slots[i][0], (int) rc[i]);
   }
 
   /** A world-wide OR of {@code flag[0]} (through the nodes and their leaders); raises {@link CommMismatchException} when any is set. */
-  private void agreeFlag(Communicator loc, long call, long[] flag, String why, long deadline) {
+  private void agreeFlag(Communicator loc, long call, long[] flag, String why) {
     loc.allReduce(HostTensor.of(flag), ReduceOp.MAX);
     long[] status = new long[STATUS_WORDS];
     if (leader) {
@@ -739,7 +750,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       byte[] t = mine == null ? new byte[0] : mine.getBytes(StandardCharsets.UTF_8);
       ByteBuffer b = ByteBuffer.allocate(5 + t.length);
       b.put((byte) (mine == null ? 0 : 1)).putInt(t.length).put(t).flip();
-      ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, 2), b, deadline);
+      ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, 2), b);
       String first = null;
       for (int i = 0; i < all.length && first == null; i++) {
         ByteBuffer x = all[i];

@@ -15,11 +15,13 @@ import java.util.function.Consumer;
  * The ranks of one communicator over a {@link Transport}: framed messages on numbered channels,
  * taken in call order with a bounded wait, and an abort that reaches every rank.
  *
- * <p>Frame (big-endian): magic, world id (8 bytes, chosen by rank 0 at creation), sender rank,
- * channel, kind (data or abort), sequence number (the call it belongs to), payload length, payload.
+ * <p>Frame (big-endian): magic, world id (8 bytes, chosen by rank 0 at creation), receiver rank,
+ * sender rank, channel, kind (data or abort), sequence number (the call it belongs to), payload
+ * length, payload. The receiver rank lets several ranks of one process share a transport.
  * Every inbound frame is untrusted: a frame whose magic, sender, channel, kind or length is wrong is
- * dropped and counted; a sender that leaves more than {@link #MAX_QUEUED} frames unconsumed on one
- * channel aborts the communicator (no memory grows without bound on a peer's say-so). Frames from
+ * dropped and counted; a sender that leaves more than {@link #MAX_QUEUED} frames or
+ * {@link #MAX_QUEUED_BYTES} bytes unconsumed aborts the communicator (no memory grows without bound
+ * on a peer's say-so). Frames from
  * one sender on one channel are taken in sequence order: an older frame (a failed call's notice on
  * a channel that call did not use) is discarded, a newer one means the sender skipped this call there,
  * which fails the call.
@@ -27,9 +29,11 @@ import java.util.function.Consumer;
 public final class Mesh implements AutoCloseable {
   static final int MAGIC = 0x53434d31;  // "SCM1"
   /** Bytes before the payload. */
-  public static final int HEADER_BYTES = 30;
+  public static final int HEADER_BYTES = 34;
   /** Unconsumed frames one sender may leave on one channel. */
-  public static final int MAX_QUEUED = 4096;
+  public static final int MAX_QUEUED = 65536;
+  /** Unconsumed payload bytes one sender may leave, all channels together. */
+  public static final long MAX_QUEUED_BYTES = 4L << 30;
   /** Longest abort reason carried. */
   static final int MAX_REASON_BYTES = 1024;
   static final byte DATA = 1, ABORT = 2;
@@ -42,6 +46,8 @@ public final class Mesh implements AutoCloseable {
   private final int rank;
   private final String[] addresses;
   private final Map<Integer, ArrayDeque<Frame>> inbox = new HashMap<>();
+  /** Unconsumed payload bytes by sender (under the inbox lock). */
+  private final long[] queuedBytes;
   private volatile String abortReason;
   private volatile Consumer<String> onAbort = r -> {};
   private volatile boolean closed;
@@ -55,6 +61,7 @@ public final class Mesh implements AutoCloseable {
     this.worldId = worldId;
     this.rank = rank;
     this.addresses = addresses.clone();
+    this.queuedBytes = new long[addresses.length];
     transport.attach(this);
   }
 
@@ -65,6 +72,8 @@ public final class Mesh implements AutoCloseable {
   public long worldId() { return worldId; }
 
   static long worldIdOf(ByteBuffer frame) { return frame.getLong(frame.position() + 4); }
+
+  static int receiverOf(ByteBuffer frame) { return frame.getInt(frame.position() + 12); }
 
   /** Called with the reason when a peer aborts this communicator (from a transport thread). */
   public void onAbort(Consumer<String> listener) { this.onAbort = listener; }
@@ -77,7 +86,8 @@ public final class Mesh implements AutoCloseable {
   public void send(int to, byte channel, long seq, ByteBuffer payload) {
     if (abortReason != null) throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason);
     try {
-      transport.send(addresses[to], frame(DATA, channel, seq, payload));
+      if (payload.remaining() > Integer.MAX_VALUE - HEADER_BYTES) throw new IllegalArgumentException("a message of " + payload.remaining() + " bytes");
+      transport.send(addresses[to], frame(to, DATA, channel, seq, payload));
     } catch (IOException | RuntimeException e) {
       String why = "rank " + rank + " could not send to rank " + to + " at " + addresses[to] + ": " + e;
       abort(why);
@@ -96,7 +106,7 @@ public final class Mesh implements AutoCloseable {
       while (true) {
         if (abortReason != null) throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason);
         ArrayDeque<Frame> q = inbox.get(key);
-        while (q != null && !q.isEmpty() && q.peekFirst().seq() < seq) q.pollFirst();
+        while (q != null && !q.isEmpty() && q.peekFirst().seq() < seq) queuedBytes[from] -= q.pollFirst().payload().remaining();
         if (q != null && !q.isEmpty()) {
           Frame f = q.peekFirst();
           if (f.seq() > seq) {
@@ -104,6 +114,7 @@ public final class Mesh implements AutoCloseable {
                 + " while this rank is at call " + seq + " (the ranks made different calls)");
           }
           q.pollFirst();
+          queuedBytes[from] -= f.payload().remaining();
           return f.payload();
         }
         long left = deadlineNanos - System.nanoTime();
@@ -130,27 +141,42 @@ public final class Mesh implements AutoCloseable {
       inbox.notifyAll();
     }
     if (!first || closed) return;
+    notifyPeers(reason);
+  }
+
+  /**
+   * Sends the abort to every other rank from a thread of its own: a rank on a node that is gone can
+   * hold a connection attempt for the transport's connect timeout, which must not delay this rank's
+   * error or the notices to the others.
+   */
+  private void notifyPeers(String reason) {
     byte[] why = reason.getBytes(StandardCharsets.UTF_8);
     ByteBuffer p = ByteBuffer.wrap(why, 0, Math.min(why.length, MAX_REASON_BYTES));
     for (int r = 0; r < addresses.length; r++) {
       if (r == rank) continue;
-      try {
-        transport.send(addresses[r], frame(ABORT, WORLD, 0, p.duplicate()));
-      } catch (IOException | RuntimeException e) {
-        // unreachable: that rank's own waits time out
-      }
+      int to = r;
+      Thread t = new Thread(() -> {
+        try {
+          transport.send(addresses[to], frame(to, ABORT, WORLD, 0, p.duplicate()));
+        } catch (IOException | RuntimeException e) {
+          // unreachable: that rank's own waits time out
+        }
+      }, "sparkcomms-abort-notice-" + rank + "-to-" + to);
+      t.setDaemon(true);
+      t.start();
     }
   }
 
   /** One inbound frame of this world (from {@link Transport#deliver}). */
   void deliver(ByteBuffer m) {
     int at = m.position();
-    int from = m.getInt(at + 12);
-    byte channel = m.get(at + 16);
-    byte kind = m.get(at + 17);
-    long seq = m.getLong(at + 18);
-    int len = m.getInt(at + 26);
-    if (m.getInt(at) != MAGIC || from < 0 || from >= addresses.length || from == rank || channel < 1 || channel > LAST_CHANNEL
+    int to = m.getInt(at + 12);
+    int from = m.getInt(at + 16);
+    byte channel = m.get(at + 20);
+    byte kind = m.get(at + 21);
+    long seq = m.getLong(at + 22);
+    int len = m.getInt(at + 30);
+    if (m.getInt(at) != MAGIC || to != rank || from < 0 || from >= addresses.length || from == rank || channel < 1 || channel > LAST_CHANNEL
         || (kind != DATA && kind != ABORT) || len < 0 || len != m.remaining() - HEADER_BYTES || seq < 0) {
       transport.countDropped();
       return;
@@ -174,10 +200,11 @@ public final class Mesh implements AutoCloseable {
     String flood = null;
     synchronized (inbox) {
       ArrayDeque<Frame> q = inbox.computeIfAbsent(channel * addresses.length + from, k -> new ArrayDeque<>());
-      if (q.size() >= MAX_QUEUED) {
-        flood = "rank " + from + " left more than " + MAX_QUEUED + " unconsumed messages on channel " + channel;
+      if (q.size() >= MAX_QUEUED || queuedBytes[from] + len > MAX_QUEUED_BYTES) {
+        flood = "rank " + from + " left more than " + MAX_QUEUED + " messages or " + MAX_QUEUED_BYTES + " bytes unconsumed";
       } else {
         q.addLast(new Frame(seq, payload));
+        queuedBytes[from] += len;
       }
       inbox.notifyAll();
     }
@@ -187,9 +214,9 @@ public final class Mesh implements AutoCloseable {
     }
   }
 
-  private ByteBuffer frame(byte kind, byte channel, long seq, ByteBuffer payload) {
+  private ByteBuffer frame(int to, byte kind, byte channel, long seq, ByteBuffer payload) {
     ByteBuffer f = ByteBuffer.allocate(HEADER_BYTES + payload.remaining());
-    f.putInt(MAGIC).putLong(worldId).putInt(rank).put(channel).put(kind).putLong(seq).putInt(payload.remaining());
+    f.putInt(MAGIC).putLong(worldId).putInt(to).putInt(rank).put(channel).put(kind).putLong(seq).putInt(payload.remaining());
     f.put(payload.duplicate());
     return f.flip();
   }

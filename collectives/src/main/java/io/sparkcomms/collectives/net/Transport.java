@@ -12,13 +12,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * byte messages ({@link #send}) and hands every inbound one to {@link #deliver}; framing,
  * validation, ordering by call and timeouts are {@link Mesh}'s. Messages to one address arrive in
  * the order they were sent. One transport serves every communicator of a process: inbound messages
- * are routed by the world id in their header ({@link Mesh#HEADER_BYTES}).
+ * are routed by the world id and receiver rank in their header ({@link Mesh#HEADER_BYTES}).
  *
  * <p>Implementations: {@link InJvmTransport} (threads of one JVM) and, in the Spark plugin, one over
  * Spark's own network library (authenticated and encrypted with the application's settings).
  */
 public abstract class Transport implements AutoCloseable {
-  private final Map<Long, Mesh> meshes = new ConcurrentHashMap<>();
+  /** Attached meshes by (world id, rank): several ranks of one communicator may share a process. */
+  private final Map<Key, Mesh> meshes = new ConcurrentHashMap<>();
+
+  private record Key(long worldId, int rank) {}
   private final AtomicLong dropped = new AtomicLong();
 
   /** Where peers reach this process, published through the rendezvous (for example {@code host:port}). */
@@ -36,7 +39,7 @@ public abstract class Transport implements AutoCloseable {
    * and counted ({@link #droppedMessages}); the mesh validates the rest.
    */
   protected final void deliver(ByteBuffer message) {
-    Mesh m = message.remaining() >= Mesh.HEADER_BYTES ? meshes.get(Mesh.worldIdOf(message)) : null;
+    Mesh m = message.remaining() >= Mesh.HEADER_BYTES ? meshes.get(new Key(Mesh.worldIdOf(message), Mesh.receiverOf(message))) : null;
     if (m == null) {
       dropped.incrementAndGet();
       return;
@@ -48,12 +51,12 @@ public abstract class Transport implements AutoCloseable {
   public final long droppedMessages() { return dropped.get(); }
 
   final void attach(Mesh m) {
-    if (meshes.putIfAbsent(m.worldId(), m) != null) {
-      throw new IllegalStateException("a communicator with world id " + Long.toHexString(m.worldId()) + " is already attached to this transport");
+    if (meshes.putIfAbsent(new Key(m.worldId(), m.rank()), m) != null) {
+      throw new IllegalStateException("rank " + m.rank() + " of world " + Long.toHexString(m.worldId()) + " is already attached to this transport");
     }
   }
 
-  final void detach(Mesh m) { meshes.remove(m.worldId(), m); }
+  final void detach(Mesh m) { meshes.remove(new Key(m.worldId(), m.rank()), m); }
 
   final void countDropped() { dropped.incrementAndGet(); }
 

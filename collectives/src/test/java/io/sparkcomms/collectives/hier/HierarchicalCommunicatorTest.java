@@ -184,6 +184,25 @@ class HierarchicalCommunicatorTest {
       } catch (CommCapacityException e) {
         if (r == 3 && !Double.isNaN(small[0])) return "rank 3's output was written";
       }
+      // given offsets whose blocks would overlap on rank 0: every rank raises, rank 0's output untouched
+      long[] sendOffs = new long[n];
+      for (int j = 1; j < n; j++) sendOffs[j] = sendOffs[j - 1] + sc[r][j - 1];
+      long[] recvOffs = new long[n];
+      double[] slotOut = new double[(int) recvTotal + 3];
+      java.util.Arrays.fill(slotOut, Double.NaN);
+      if (r == 0) {
+        recvOffs[1] = Math.max(0, sc[0][0] - 1);  // rank 1's block starts inside rank 0's
+        for (int i = 2; i < n; i++) recvOffs[i] = recvOffs[i - 1] + sc[i - 1][0] + 1;
+      } else {
+        for (int i = 1; i < n; i++) recvOffs[i] = recvOffs[i - 1] + sc[i - 1][r];
+      }
+      try {
+        c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(sendOffs), HostTensor.of(slotOut),
+            HostTensor.of(rc), HostTensor.of(recvOffs));
+        if (sc[0][0] > 1 && sc[1][0] > 0) return "rank " + r + ": no CommCapacityException for overlapping blocks";
+      } catch (CommCapacityException e) {
+        if (r == 0 && !Double.isNaN(slotOut[0])) return "rank 0's output was written";
+      }
       c.barrier();
       return null;
     });
@@ -293,6 +312,29 @@ class HierarchicalCommunicatorTest {
       }
     });
     assertAllNull(res);
+  }
+
+  /** Ranks of one process share one transport (several barrier tasks in one executor): frames reach their own rank. */
+  @Test
+  void ranksOfOneProcessShareATransport() throws Exception {
+    String[] nodes = {"a", "a", "b", "b"};
+    InJvmRendezvous.Group g = InJvmRendezvous.group(4);
+    InJvmTransport a = new InJvmTransport(), b = new InJvmTransport();
+    try {
+      List<Object> res = RankGroupRunner.run(4, r -> {
+        try (Communicator c = Comms.createAcrossNodes(g.member(r), nodes[r], r < 2 ? a : b, OPTS)) {
+          CollectiveChecker k = new CollectiveChecker(c, 5);
+          k.allReduce(DataType.FLOAT64, ReduceOp.SUM, 1023, false, CollectiveChecker.Shape.UNIFORM);
+          k.allToAll(DataType.INT32, 7, CollectiveChecker.Shape.UNIFORM);
+          k.runPointToPoint(new int[] {7});
+          return k.failures().isEmpty() ? null : String.join("\n", k.failures());
+        }
+      });
+      assertAllNull(res);
+    } finally {
+      a.close();
+      b.close();
+    }
   }
 
   /** Runs {@code f(rank)} on a thread per rank; a value or what it threw, by rank. */

@@ -1,13 +1,13 @@
 package io.sparkcomms.spark.rendezvous;
 
-import io.sparkcomms.spark.plugin.SparkCommsConf;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 
 /**
- * Which node an executor runs on, for communicators that span nodes
- * ({@link SparkCommsConf#NODE_NAMES}): the setting's entry for this executor, else the
+ * Which node an executor runs on, for communicators that span nodes (the setting
+ * {@code spark.sparkcomms.node.names}, parsed by the plugin's configuration and passed here as
+ * executor id to node): the setting's entry for this executor, else the
  * {@code SPARKCOMMS_NODE} environment variable, else {@code NODE_NAME} (Kubernetes' downward API;
  * executor pods of one machine have hostnames of their own), else the executor's host.
  */
@@ -15,8 +15,8 @@ public final class NodeIdentity {
   private NodeIdentity() {}
 
   /** This executor's node name. */
-  public static String of(SparkCommsConf conf, String executorId, String host, Map<String, String> env) {
-    String named = conf.nodeNames().get(executorId);
+  public static String of(Map<String, String> nodeNames, String executorId, String host, Map<String, String> env) {
+    String named = nodeNames.get(executorId);
     if (named != null && !named.isEmpty()) return named;
     String e = env.get("SPARKCOMMS_NODE");
     if (e != null && !e.isBlank()) return e.trim();
@@ -38,8 +38,8 @@ public final class NodeIdentity {
    * communicator that spans nodes: when its tasks run on more than one host or the node names are set.
    * Every task decides alike, so they all take the same rendezvous path.
    */
-  public static boolean acrossNodes(SparkCommsConf conf, String[] hosts) {
+  public static boolean acrossNodes(Map<String, String> nodeNames, String[] hosts) {
     Set<String> distinct = new HashSet<>(java.util.Arrays.asList(hosts));
-    return distinct.size() > 1 || !conf.nodeNames().isEmpty();
+    return distinct.size() > 1 || !nodeNames.isEmpty();
   }
 }

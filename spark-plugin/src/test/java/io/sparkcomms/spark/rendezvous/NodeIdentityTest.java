@@ -11,8 +11,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class NodeIdentityTest {
-  private static final SparkCommsConf NONE = SparkCommsConf.of(Map.of());
-  private static final SparkCommsConf NAMED = SparkCommsConf.of(Map.of("spark.sparkcomms.node.names", "0=n0, 1=n0,2 = n1"));
+  private static final Map<String, String> NONE = Map.of();
+  private static final Map<String, String> NAMED = SparkCommsConf.of(Map.of("spark.sparkcomms.node.names", "0=n0, 1=n0,2 = n1")).nodeNames();
 
   @Test void theSettingThenSparkcommsNodeThenNodeNameThenTheHost() {
     Map<String, String> env = Map.of("SPARKCOMMS_NODE", "explicit", "NODE_NAME", "k8s-node");
