@@ -180,11 +180,17 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
           BatchSendRecv.Transfer x = order.get(i);
           ByteBuffer b = mesh.take(x.peer(), Mesh.P2P, seqs[i], deadline);
           RuntimeException e = matchTransfer(x, problems[i], b);
+          // a mismatch or a refused tensor both sides see alike; anything else (an unreadable message) only this one
+          if (e != null && !(e instanceof CommMismatchException) && !(e instanceof IllegalArgumentException)) throw e;
           if (first == null) first = e;
         }
-      } catch (RuntimeException e) {
-        // not an outcome both sides agree on (a timeout, an abort, a frame that cannot be built): abort
-        abort((order.get(0).send() ? "send" : "recv") + " failed on rank " + rank + ": " + e);
+      } catch (RuntimeException | Error e) {
+        // not an outcome both sides agree on (a timeout, an abort, a bad frame, a message that cannot be built): abort
+        try {
+          abort((order.get(0).send() ? "send" : "recv") + " failed on rank " + rank + ": " + e);
+        } catch (RuntimeException suppressed) {
+          e.addSuppressed(suppressed);
+        }
         throw e;
       }
       if (first != null) throw first;  // both sides raise at this transfer; the communicator stays usable
@@ -691,7 +697,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       rc[i] = b.getLong(b.position());
       bad[i] = b.get(b.position() + 8) != 0;
       long expect = bad[i] || rc[i] < 0 ? 0 : rc[i] * es;
-      if (rc[i] > Integer.MAX_VALUE / es || b.remaining() != 9 + expect) {
+      if ((!bad[i] && rc[i] > Integer.MAX_VALUE / es) || b.remaining() != 9 + expect) {
         throw new CommException("rank " + i + " sent a block whose length is not its count");
       }
       if (recvCounts == null && (bad[i] || rc[i] != counts[i])) {

@@ -184,6 +184,15 @@ class HierarchicalCommunicatorTest {
       } catch (CommCapacityException e) {
         if (r == 3 && !Double.isNaN(small[0])) return "rank 3's output was written";
       }
+      // a sender whose count runs far past its input: every rank raises, and the communicator stays usable
+      long[] huge = sc[r].clone();
+      if (r == 2) huge[0] = Long.MAX_VALUE / 4;
+      try {
+        c.allToAllV(HostTensor.of(in), HostTensor.of(huge), HostTensor.of(out), HostTensor.of(rc));
+        return "rank " + r + ": no CommCapacityException for a count past the input";
+      } catch (CommCapacityException e) {
+        // expected on every rank
+      }
       // given offsets whose blocks would overlap on rank 0: every rank raises, rank 0's output untouched
       long[] sendOffs = new long[n];
       for (int j = 1; j < n; j++) sendOffs[j] = sendOffs[j - 1] + sc[r][j - 1];
