@@ -1,11 +1,11 @@
 package io.sparkcomms.collectives;
 
-/** FNV-1a (64-bit): the digest the ranks compare of small arrays (per-rank counts, split lists). */
-final class Fnv {
+/** FNV-1a (64-bit): the digest the ranks compare of small arrays (per-rank counts, split lists, call descriptions). */
+public final class Fnv {
   private Fnv() {}
 
   /** FNV-1a over the low {@code bytes} bytes of each value, lowest byte first. */
-  static long of(long[] values, int bytes) {
+  public static long of(long[] values, int bytes) {
     long h = 0xcbf29ce484222325L;
     for (long v : values) {
       for (int b = 0; b < bytes; b++) {
@@ -14,5 +14,12 @@ final class Fnv {
       }
     }
     return h;
+  }
+
+  /** FNV-1a over {@code bytes}. */
+  public static long of(byte[] bytes) {
+    long[] v = new long[bytes.length];
+    for (int i = 0; i < bytes.length; i++) v[i] = bytes[i] & 0xff;
+    return of(v, 1);
   }
 }

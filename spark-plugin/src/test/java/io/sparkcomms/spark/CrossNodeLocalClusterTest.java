@@ -109,17 +109,7 @@ class CrossNodeLocalClusterTest {
         double[] v = new double[1000];
         Arrays.fill(v, p + 1);
         if (attempt == 0 && p == 3) {
-          Thread killer = new Thread(() -> {
-            try {
-              Thread.sleep(300);
-            } catch (InterruptedException e) {
-              return;
-            }
-            ExecutorLossTest.log(eventsPath, "halt pid " + ProcessHandle.current().pid());
-            Runtime.getRuntime().halt(1);
-          });
-          killer.setDaemon(true);
-          killer.start();
+          ExecutorLossTest.haltIn(300, eventsPath);
           comm.allReduce(HostTensor.of(v), ReduceOp.SUM);
           Thread.sleep(60_000);  // not reached: halted above
         }

@@ -54,17 +54,7 @@ class ExecutorLossTest {
         Arrays.fill(v, p + 1);
         if (attempt == 0 && p == 0) {
           // Rank 0 enters the allReduce (its peer is not there yet) and its JVM halts inside it.
-          Thread killer = new Thread(() -> {
-            try {
-              Thread.sleep(300);
-            } catch (InterruptedException e) {
-              return;
-            }
-            log(eventsPath, "halt pid " + ProcessHandle.current().pid());
-            Runtime.getRuntime().halt(1);
-          });
-          killer.setDaemon(true);
-          killer.start();
+          haltIn(300, eventsPath);
           comm.allReduce(HostTensor.of(v), ReduceOp.SUM);
           Thread.sleep(60_000);                                    // not reached: halted above
         }
@@ -108,6 +98,21 @@ class ExecutorLossTest {
   }
 
   /** Appends one line to the shared events file (executors and the test run on one machine). */
+  /** Halts this JVM in {@code ms} milliseconds (from a daemon thread), logging "halt pid P" first. */
+  static void haltIn(long ms, String eventsPath) {
+    Thread killer = new Thread(() -> {
+      try {
+        Thread.sleep(ms);
+      } catch (InterruptedException e) {
+        return;
+      }
+      log(eventsPath, "halt pid " + ProcessHandle.current().pid());
+      Runtime.getRuntime().halt(1);
+    });
+    killer.setDaemon(true);
+    killer.start();
+  }
+
   static void log(String file, String line) {
     try {
       Files.writeString(Path.of(file), line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);

@@ -11,6 +11,7 @@ import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.DataType;
+import io.sparkcomms.collectives.Fnv;
 import io.sparkcomms.collectives.HalfFloats;
 import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.PerRankCounts;
@@ -383,11 +384,19 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
    * call with its arguments accepted; otherwise raises on every rank.
    */
   private void agree(Communicator loc, long call, int step, String description, String problem) {
-    long h = fnv(description) & Long.MAX_VALUE;
+    agree(loc, call, step, description, problem, "refused its arguments");
+  }
+
+  /**
+   * {@link #agree} where a set {@code problem} is described to the other nodes as a rank that
+   * {@code refusal} (a leader's own problem travels as its text).
+   */
+  private void agree(Communicator loc, long call, int step, String description, String problem, String refusal) {
+    long h = Fnv.of(description.getBytes(StandardCharsets.UTF_8)) & Long.MAX_VALUE;
     long[] v = {h, -h, problem != null ? 1 : 0};
     loc.allReduce(HostTensor.of(v), ReduceOp.MAX);
     String ranks = " (world ranks " + java.util.Arrays.toString(layout.members(node)) + ")";
-    String nodeVerdict = v[2] != 0 ? "a rank of node " + layout.nodeName(node) + ranks + " refused its arguments"
+    String nodeVerdict = v[2] != 0 ? (leader && problem != null ? problem : "a rank of node " + layout.nodeName(node) + ranks + " " + refusal)
         : v[0] != -v[1] ? "the ranks of node " + layout.nodeName(node) + ranks + " make different calls" : null;
     long[] status = new long[STATUS_WORDS];
     if (leader) {
@@ -465,15 +474,6 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     if (p.kind().isRooted()) sb.append(", root ").append(p.root());
     if (p.counts() != null) sb.append(", counts ").append(Long.toHexString(p.counts().fingerprint()));
     return sb.append(')').toString();
-  }
-
-  private static long fnv(String s) {
-    long h = 0xcbf29ce484222325L;
-    for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
-      h ^= b & 0xff;
-      h *= 0x100000001b3L;
-    }
-    return h;
   }
 
   private static long seq(long call, int step) { return call * 16 + step; }
@@ -736,39 +736,13 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     }
     if (recvCounts != null) for (int i = 0; i < n; i++) recvCounts.setDouble(i, Math.max(rc[i], 0));
     if (recvCounts != null) {
-      long[] flag = {verdict != null ? 1 : 0};
       try {
-        agreeFlag(loc, call, flag, verdict);
-      } catch (CommMismatchException e) {
-        throw new CommCapacityException(e.getMessage());
+        agree(loc, call, 2, "allToAllV sizes", verdict, "found a size problem");
+      } catch (IllegalArgumentException | CommMismatchException e) {
+        throw new CommCapacityException(verdict != null ? verdict : e.getMessage());
       }
-      if (verdict != null) throw new CommCapacityException(verdict);
     }
     for (int i = 0; i < n; i++) if (rc[i] > 0) out.copyFrom(got[i], got[i].position(), slots[i][0], (int) rc[i]);
-  }
-
-  /** A world-wide OR of {@code flag[0]} (through the nodes and their leaders); raises {@link CommMismatchException} when any is set. */
-  private void agreeFlag(Communicator loc, long call, long[] flag, String why) {
-    loc.allReduce(HostTensor.of(flag), ReduceOp.MAX);
-    long[] status = new long[STATUS_WORDS];
-    if (leader) {
-      String mine = flag[0] != 0 ? (why != null ? why : "a rank of node " + layout.nodeName(node) + " found a size problem") : null;
-      byte[] t = mine == null ? new byte[0] : mine.getBytes(StandardCharsets.UTF_8);
-      ByteBuffer b = ByteBuffer.allocate(5 + t.length);
-      b.put((byte) (mine == null ? 0 : 1)).putInt(t.length).put(t).flip();
-      ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, 2), b);
-      String first = null;
-      for (int i = 0; i < all.length && first == null; i++) {
-        ByteBuffer x = all[i];
-        if (x.remaining() < 5) throw new CommException("node leader " + leaders[i] + " sent an unreadable verdict");
-        boolean bad = x.get() != 0;
-        String w = text(x);
-        if (bad) first = w;
-      }
-      pack(status, first);
-    }
-    loc.broadcast(HostTensor.of(status), 0);
-    if (status[0] != 0) throw new CommMismatchException(unpack(status));
   }
 
   // ------------------------------------------------------------------ elements

@@ -134,14 +134,18 @@ public final class Mesh implements AutoCloseable {
 
   /** Aborts on this rank and tells every other rank (best effort: one that cannot be reached times out). */
   public void abort(String reason) {
-    boolean first;
+    if (!markAborted(reason) || closed) return;
+    notifyPeers(reason);
+  }
+
+  /** Records the first abort's reason and wakes every waiting take; whether this was the first. */
+  private boolean markAborted(String reason) {
     synchronized (inbox) {
-      first = abortReason == null;
+      boolean first = abortReason == null;
       if (first) abortReason = reason;
       inbox.notifyAll();
+      return first;
     }
-    if (!first || closed) return;
-    notifyPeers(reason);
   }
 
   /**
@@ -188,13 +192,7 @@ public final class Mesh implements AutoCloseable {
       byte[] why = new byte[Math.min(len, MAX_REASON_BYTES)];
       payload.get(why);
       String reason = "rank " + from + " aborted: " + new String(why, StandardCharsets.UTF_8);
-      boolean first;
-      synchronized (inbox) {
-        first = abortReason == null;
-        if (first) abortReason = reason;
-        inbox.notifyAll();
-      }
-      if (first) onAbort.accept(reason);
+      if (markAborted(reason)) onAbort.accept(reason);
       return;
     }
     String flood = null;

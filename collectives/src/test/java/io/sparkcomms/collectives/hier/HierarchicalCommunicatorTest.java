@@ -15,18 +15,14 @@ import io.sparkcomms.collectives.Communicator;
 import io.sparkcomms.collectives.Comms;
 import io.sparkcomms.collectives.DataType;
 import io.sparkcomms.collectives.HostTensor;
+import io.sparkcomms.collectives.RankGroup;
 import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.net.InJvmTransport;
 import io.sparkcomms.collectives.rendezvous.InJvmRendezvous;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -39,36 +35,24 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HierarchicalCommunicatorTest {
   private static final CommOptions OPTS = CommOptions.builder().timeout(Duration.ofSeconds(60)).build();
 
-  /** Builds the communicators of ranks on {@code nodes[r]} and runs {@code body} on each; results by rank (a value or what it threw). */
+  /** What a rank runs on its communicator. */
   interface RankBody {
     Object run(int rank, Communicator comm);
   }
 
+  /** Builds the communicators of ranks on {@code nodes[r]} and runs {@code body} on each; results by rank (a value or what it threw). */
   static List<Object> onNodes(String[] nodes, CommOptions o, RankBody body) throws Exception {
     int n = nodes.length;
     InJvmRendezvous.Group g = InJvmRendezvous.group(n);
     InJvmTransport[] t = new InJvmTransport[n];
     for (int r = 0; r < n; r++) t[r] = new InJvmTransport();
     Communicator[] comms = new Communicator[n];
-    ExecutorService pool = Executors.newFixedThreadPool(n);
     try {
-      List<Future<Object>> fs = new ArrayList<>();
-      for (int r = 0; r < n; r++) {
-        int rank = r;
-        fs.add(pool.submit(() -> {
-          try {
-            comms[rank] = Comms.createAcrossNodes(g.member(rank), nodes[rank], t[rank], o);
-            return body.run(rank, comms[rank]);
-          } catch (RuntimeException | AssertionError e) {
-            return e;
-          }
-        }));
-      }
-      List<Object> out = new ArrayList<>();
-      for (Future<Object> f : fs) out.add(f.get(600, TimeUnit.SECONDS));
-      return out;
+      return RankGroup.runCatching(n, 600, r -> {
+        comms[r] = Comms.createAcrossNodes(g.member(r), nodes[r], t[r], o);
+        return body.run(r, comms[r]);
+      });
     } finally {
-      pool.shutdownNow();
       for (Communicator c : comms) if (c != null) c.close();
       for (InJvmTransport x : t) x.close();
     }
@@ -304,7 +288,7 @@ class HierarchicalCommunicatorTest {
     String[] nodes = {"a", "a", "b", "b"};
     int n = nodes.length;
     InJvmRendezvous.Group g = InJvmRendezvous.group(n);
-    List<Object> res = RankGroupRunner.run(n, r -> {
+    List<Object> res = RankGroup.runCatching(n, 600, r -> {
       InJvmTransport t = new InJvmTransport();
       try (Communicator c = HierarchicalComms.create(g.member(r), nodes[r], t, OPTS, (rv, o) -> {
         if (nodes[r].equals("b") && rv.size() > 1) throw new io.sparkcomms.collectives.CommException("no shared /dev/shm here");
@@ -330,7 +314,7 @@ class HierarchicalCommunicatorTest {
     InJvmRendezvous.Group g = InJvmRendezvous.group(4);
     InJvmTransport a = new InJvmTransport(), b = new InJvmTransport();
     try {
-      List<Object> res = RankGroupRunner.run(4, r -> {
+      List<Object> res = RankGroup.runCatching(4, 600, r -> {
         try (Communicator c = Comms.createAcrossNodes(g.member(r), nodes[r], r < 2 ? a : b, OPTS)) {
           CollectiveChecker k = new CollectiveChecker(c, 5);
           k.allReduce(DataType.FLOAT64, ReduceOp.SUM, 1023, false, CollectiveChecker.Shape.UNIFORM);
@@ -343,31 +327,6 @@ class HierarchicalCommunicatorTest {
     } finally {
       a.close();
       b.close();
-    }
-  }
-
-  /** Runs {@code f(rank)} on a thread per rank; a value or what it threw, by rank. */
-  static final class RankGroupRunner {
-    static List<Object> run(int n, java.util.function.IntFunction<Object> f) throws Exception {
-      ExecutorService pool = Executors.newFixedThreadPool(n);
-      try {
-        List<Future<Object>> fs = new ArrayList<>();
-        for (int r = 0; r < n; r++) {
-          int rank = r;
-          fs.add(pool.submit(() -> {
-            try {
-              return f.apply(rank);
-            } catch (RuntimeException | AssertionError e) {
-              return e;
-            }
-          }));
-        }
-        List<Object> out = new ArrayList<>();
-        for (Future<Object> x : fs) out.add(x.get(600, TimeUnit.SECONDS));
-        return out;
-      } finally {
-        pool.shutdownNow();
-      }
     }
   }
 

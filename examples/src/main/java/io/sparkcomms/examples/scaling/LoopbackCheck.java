@@ -38,22 +38,12 @@ public final class LoopbackCheck {
     return rows;
   }
 
-  /** Least squares of {@code us = a + b * bytes} over the rows from {@code minBytes}: {a, b}. */
-  static double[] line(List<Row> rows, double minBytes) {
+  /** {@link AllReduceCostModel#fitTwoShot} of the rows from {@code minBytes}: {latency us, GB/s}. */
+  static double[] fit(List<Row> rows, double minBytes) {
     List<Row> r = rows.stream().filter(x -> x.bytes() >= minBytes).toList();
-    double mx = 0, my = 0;
-    for (Row x : r) {
-      mx += x.bytes() / r.size();
-      my += x.medianUs() / r.size();
-    }
-    double sxy = 0, sxx = 0;
-    for (Row x : r) {
-      sxy += (x.bytes() - mx) * (x.medianUs() - my);
-      sxx += (x.bytes() - mx) * (x.bytes() - mx);
-    }
-    double b = sxy / sxx;
-    return new double[] {my - b * mx, b};
+    return AllReduceCostModel.fitTwoShot(r.stream().mapToDouble(Row::bytes).toArray(), r.stream().mapToDouble(Row::medianUs).toArray());
   }
+
 
   static double smallMean(List<Row> rows, double maxBytes) {
     return rows.stream().filter(x -> x.bytes() <= maxBytes).mapToDouble(Row::medianUs).average().orElseThrow();
@@ -74,13 +64,13 @@ public final class LoopbackCheck {
     int ranks = 2 * g;
     // node-local: the one-node sweep's small sizes (one-shot latency) and its large sizes (bus bandwidth)
     double oneShot = smallMean(one, 16 << 10);
-    double[] intra = line(one, 1 << 20);
-    double intraGBps = 2.0 * (ranks - 1) / ranks / (intra[1] * 1e3);
+    double[] intra = fit(one, 1 << 20);
+    double intraGBps = 2.0 * (ranks - 1) / ranks * intra[1];
     // cross-node: the flat sweep, every rank a node of its own: the model's leader algorithm with one
     // rank per node is log2(ranks) rounds of (latency + bytes / link)
     double rounds = AllReduceCostModel.log2Ceil(ranks);
-    double[] inter = line(flat, 0);
-    double interUs = Math.max(0, inter[0] / rounds), nicGBps = rounds / (inter[1] * 1e3);
+    double[] inter = fit(flat, 0);
+    double interUs = Math.max(0, inter[0] / rounds), nicGBps = rounds * inter[1];
     AllReduceCostModel m = new AllReduceCostModel(new AllReduceCostModel.Links(oneShot, Math.max(2 * oneShot, intra[0]),
         intraGBps, interUs, nicGBps, 1));
     log.printf(Locale.ROOT, "fitted: node-local one-shot %.2f us, two-shot %.2f us, bus %.3f GB/s; cross-node %.2f us per message, "

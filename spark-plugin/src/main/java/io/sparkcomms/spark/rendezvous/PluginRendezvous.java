@@ -18,7 +18,6 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import org.apache.spark.BarrierTaskContext;
-import org.apache.spark.BarrierTaskInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -90,11 +89,9 @@ public final class PluginRendezvous implements Rendezvous {
    * The rendezvous of barrier task {@code ctx}'s {@code group}-th communicator, over {@code rpc}.
    */
   public static PluginRendezvous forTask(BarrierTaskContext ctx, Rpc rpc, int group) {
-    BarrierTaskInfo[] infos = ctx.getTaskInfos();
-    String[] hosts = new String[infos.length];
-    for (int i = 0; i < infos.length; i++) hosts[i] = SparkBarrierRendezvous.hostOf(infos[i].address());
+    String[] hosts = NodeIdentity.hostsOf(ctx);
     return new PluginRendezvous(rpc, ctx.stageId(), ctx.stageAttemptNumber(), group, ctx.partitionId(),
-        infos.length, ctx.taskAttemptId(), hosts[ctx.partitionId()], ctx::isInterrupted);
+        hosts.length, ctx.taskAttemptId(), hosts[ctx.partitionId()], ctx::isInterrupted);
   }
 
   @Override public int rank() { return rank; }

@@ -11,7 +11,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.spark.BarrierTaskContext;
-import org.apache.spark.BarrierTaskInfo;
 
 /**
  * A {@link Rendezvous} over Spark's {@link BarrierTaskContext#allGather(String)}: blobs travel as
@@ -36,9 +35,7 @@ public final class SparkBarrierRendezvous implements Rendezvous {
   /** The rendezvous of barrier task {@code ctx}. */
   public SparkBarrierRendezvous(BarrierTaskContext ctx) {
     this.ctx = ctx;
-    BarrierTaskInfo[] infos = ctx.getTaskInfos();
-    this.hosts = new String[infos.length];
-    for (int i = 0; i < infos.length; i++) hosts[i] = hostOf(infos[i].address());
+    this.hosts = NodeIdentity.hostsOf(ctx);
     this.host = hosts[ctx.partitionId()];
     this.syncThread = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "sparkcomms-rendezvous-stage" + ctx.stageId() + "-part" + ctx.partitionId());
