@@ -4,7 +4,7 @@
 //               [--bench-max BYTES] [--iters N] [--csv FILE] [--md FILE]
 //               [--lp] [--lp-only] [--lp-big] [--lp-bench]   (FP8 low-precision tests / benchmark)
 //               [--lp-sweep 'opt=v,opt=v;opt=v;...']   (LP one-shot time per option set, 16 MB ..)
-//               [--lp-trace]   (device timeline of the LP one-shot's chunk kernels, fp32 16 MB ..)
+//               [--lp-trace]   (GPU timeline of the LP one-shot's chunk kernels, fp32 16 MB ..)
 //               [--sweep]   (with --bench-only: LL / Lamport block size x block cap vs the barrier one-shot, 1..512 KB)
 //               [--mismatch-only]   (ranks that make different calls, every protocol)
 //               [--a2av] [--a2av-only] [--a2av-bench] [--a2av-csv FILE]   (allToAllV, device counts)
@@ -1002,7 +1002,7 @@ static void run_lp_bench(Ctx& c, size_t max_bytes, int iters, const char* sweep,
           SC(sc_memcpy_htod((char*)s.p + off, b.data(), std::min(b.size(), max_bytes - off), nullptr));
     }
   };
-  if (trace) {  // --lp-trace: device timeline of the one-shot's chunk kernels (sc_debug_lp_trace), fp32
+  if (trace) {  // --lp-trace: GPU timeline of the one-shot's chunk kernels (sc_debug_lp_trace), fp32
     const size_t ops = 256;
     std::vector<uint64_t> t(ops * 8);
     SC(sc_comm_set_option(c.comm, "lp_oneshot_max_ranks", 8));

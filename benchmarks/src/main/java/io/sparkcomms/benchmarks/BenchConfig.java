@@ -255,10 +255,10 @@ final class BenchConfig {
     if (timing == Timing.DEVICE) {
       if (backend != CommOptions.Backend.GPU) throw new UsageException("--timing device needs --backend gpu");
       if (collective != Collective.ALL_REDUCE || op.kind() != ReduceOp.Kind.SUM) {
-        throw new UsageException("--timing device times allreduce with op sum only");
+        throw new UsageException("--timing device measures allreduce with op sum only");
       }
       if (!algorithms.equals(List.of(Algorithm.AUTO))) {
-        throw new UsageException("--timing device times flat, tree, auto and the vendor library in every row: leave out --algo");
+        throw new UsageException("--timing device measures flat, tree, auto and the vendor library in every row: leave out --algo");
       }
       if (baseline == Baseline.TCP) throw new UsageException("--baseline tcp is only for --timing wall");
       for (String g : given) {
