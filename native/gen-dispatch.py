@@ -99,6 +99,7 @@ def jtype(ctype, name, is_ret=False):
         "void * *": "@Cast(\"void**\") @ByPtrPtr Pointer",
         "sc_comm_t": "sc_comm", "sc_comm_t *": "@ByPtrPtr sc_comm",
         "sc_blas_t": "sc_blas", "sc_blas_t *": "@ByPtrPtr sc_blas",
+        "sc_vgroup_t": "sc_vgroup", "sc_vgroup_t *": "@ByPtrPtr sc_vgroup",
         "const char *": '@Cast("const char*") String',
     }
     if t not in table:
@@ -143,6 +144,12 @@ j("  /** Opaque dense-math (vendor BLAS) handle ({@code sc_blas_t}). */")
 j("  @Opaque public static class sc_blas extends Pointer {")
 j("    public sc_blas() { super((Pointer) null); }")
 j("    public sc_blas(Pointer p) { super(p); }")
+j("  }")
+j("")
+j("  /** Opaque vendor-group handle ({@code sc_vgroup_t}). */")
+j("  @Opaque public static class sc_vgroup extends Pointer {")
+j("    public sc_vgroup() { super((Pointer) null); }")
+j("    public sc_vgroup(Pointer p) { super(p); }")
 j("  }")
 j("")
 j("  /** Loads the GPU library at {@code path}; 0 on success, else 1 and {@link #sc_dispatch_error()}. */")

@@ -17,6 +17,7 @@
 
 #include "runtime.cu"  // devices, memory, streams, events, graphs
 #include "vendor.cu"   // NCCL / RCCL: dlopen, vendor communicator, teardown, VENDOR collectives
+#include "vgroup.cu"   // vendor groups (NCCL / RCCL over any ranks) and sc_divide
 #include "comm.cu"     // create / export / connect / options / abort / destroy
 #include "enqueue.cu"  // argument checks, the protocol policy (sc_plan), DDA dispatch
 #include "lp.cu"       // low-precision collectives and the FP8 codec

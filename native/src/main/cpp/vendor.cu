@@ -28,6 +28,9 @@ struct ScVendor {
   vResult (*CommDestroy)(vComm) = nullptr;
   vResult (*CommAbort)(vComm) = nullptr;
   vResult (*CommFinalize)(vComm) = nullptr;  // optional: NCCL >= 2.14 and RCCL have it; null if absent
+  // optional (NCCL >= 2.14, RCCL): non-blocking communicators, which sc_vgroup_* need
+  vResult (*CommInitRankConfig)(vComm*, int, vUniqueId, int, void*) = nullptr;
+  vResult (*CommGetAsyncError)(vComm, vResult*) = nullptr;
   vResult (*AllReduce)(const void*, void*, size_t, int, vOp, vComm, gpuStream_t) = nullptr;
   vResult (*AllGather)(const void*, void*, size_t, int, vComm, gpuStream_t) = nullptr;
   vResult (*ReduceScatter)(const void*, void*, size_t, int, vOp, vComm, gpuStream_t) = nullptr;
@@ -85,6 +88,8 @@ static void sc_vendor_load() {
   *(void**)&g_vendor.GroupEnd = sym("GroupEnd");
   // Optional: without it, teardown falls back to a plain (serialized) CommDestroy.
   *(void**)&g_vendor.CommFinalize = dlsym(g_vendor.h, (std::string(pre) + "CommFinalize").c_str());
+  *(void**)&g_vendor.CommInitRankConfig = dlsym(g_vendor.h, (std::string(pre) + "CommInitRankConfig").c_str());
+  *(void**)&g_vendor.CommGetAsyncError = dlsym(g_vendor.h, (std::string(pre) + "CommGetAsyncError").c_str());
   if (!ok) {
     dlclose(g_vendor.h);
     g_vendor.h = nullptr;

@@ -93,6 +93,17 @@ static int (*sc_fp_sc_vendor_allgather)(sc_comm_t comm, const void* send, void* 
 static int (*sc_fp_sc_vendor_reducescatter)(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
 static int (*sc_fp_sc_vendor_broadcast)(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
 static int (*sc_fp_sc_vendor_alltoallv)(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_vgroup_create)(int rank, int nranks, int device, const void* id, int id_len, double timeout_seconds, sc_vgroup_t* out) = 0;
+static int (*sc_fp_sc_vgroup_check)(sc_vgroup_t group) = 0;
+static int (*sc_fp_sc_vgroup_abort)(sc_vgroup_t group) = 0;
+static int (*sc_fp_sc_vgroup_destroy)(sc_vgroup_t group) = 0;
+static int (*sc_fp_sc_vgroup_allreduce)(sc_vgroup_t group, const void* send, void* recv, size_t count, int dtype, int op, double premul_factor, void* stream) = 0;
+static int (*sc_fp_sc_vgroup_allgather)(sc_vgroup_t group, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_vgroup_reducescatter)(sc_vgroup_t group, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) = 0;
+static int (*sc_fp_sc_vgroup_broadcast)(sc_vgroup_t group, const void* send, void* recv, size_t count, int dtype, int root, void* stream) = 0;
+static int (*sc_fp_sc_vgroup_alltoall)(sc_vgroup_t group, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
+static int (*sc_fp_sc_divide)(void* data, size_t count, int dtype, long long divisor, void* stream) = 0;
+static int (*sc_fp_sc_convert)(const void* src, int src_dtype, void* dst, int dst_dtype, size_t count, void* stream) = 0;
 
 /* Loads the GPU library at `path`; 0 on success, else 1 with the reason in sc_dispatch_error(). */
 static int sc_dispatch_open(const char* path) {
@@ -259,6 +270,28 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_vendor_broadcast) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_broadcast (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_vendor_alltoallv) = dlsym(h, "sc_vendor_alltoallv");
   if (!sc_fp_sc_vendor_alltoallv) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vendor_alltoallv (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_create) = dlsym(h, "sc_vgroup_create");
+  if (!sc_fp_sc_vgroup_create) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_create (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_check) = dlsym(h, "sc_vgroup_check");
+  if (!sc_fp_sc_vgroup_check) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_check (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_abort) = dlsym(h, "sc_vgroup_abort");
+  if (!sc_fp_sc_vgroup_abort) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_abort (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_destroy) = dlsym(h, "sc_vgroup_destroy");
+  if (!sc_fp_sc_vgroup_destroy) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_destroy (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_allreduce) = dlsym(h, "sc_vgroup_allreduce");
+  if (!sc_fp_sc_vgroup_allreduce) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_allreduce (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_allgather) = dlsym(h, "sc_vgroup_allgather");
+  if (!sc_fp_sc_vgroup_allgather) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_allgather (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_reducescatter) = dlsym(h, "sc_vgroup_reducescatter");
+  if (!sc_fp_sc_vgroup_reducescatter) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_reducescatter (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_broadcast) = dlsym(h, "sc_vgroup_broadcast");
+  if (!sc_fp_sc_vgroup_broadcast) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_broadcast (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_vgroup_alltoall) = dlsym(h, "sc_vgroup_alltoall");
+  if (!sc_fp_sc_vgroup_alltoall) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_alltoall (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_divide) = dlsym(h, "sc_divide");
+  if (!sc_fp_sc_divide) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_divide (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_convert) = dlsym(h, "sc_convert");
+  if (!sc_fp_sc_convert) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_convert (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   sc_dl_handle = h;
   return 0;
 }
@@ -346,4 +379,15 @@ int sc_vendor_allgather(sc_comm_t comm, const void* send, void* recv, size_t cou
 int sc_vendor_reducescatter(sc_comm_t comm, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_vendor_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_reducescatter(comm, send, recv, recv_count, dtype, op, premul_factor, stream); }
 int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_vendor_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_broadcast(comm, send, recv, count, dtype, root, stream); }
 int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv, size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream) { if (!sc_fp_sc_vendor_alltoallv) return SC_ERR_NO_DEVICE; return sc_fp_sc_vendor_alltoallv(comm, send, send_counts, recv, recv_capacity, recv_counts, dtype, stream); }
+int sc_vgroup_create(int rank, int nranks, int device, const void* id, int id_len, double timeout_seconds, sc_vgroup_t* out) { if (!sc_fp_sc_vgroup_create) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_create(rank, nranks, device, id, id_len, timeout_seconds, out); }
+int sc_vgroup_check(sc_vgroup_t group) { if (!sc_fp_sc_vgroup_check) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_check(group); }
+int sc_vgroup_abort(sc_vgroup_t group) { if (!sc_fp_sc_vgroup_abort) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_abort(group); }
+int sc_vgroup_destroy(sc_vgroup_t group) { if (!sc_fp_sc_vgroup_destroy) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_destroy(group); }
+int sc_vgroup_allreduce(sc_vgroup_t group, const void* send, void* recv, size_t count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_vgroup_allreduce) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_allreduce(group, send, recv, count, dtype, op, premul_factor, stream); }
+int sc_vgroup_allgather(sc_vgroup_t group, const void* send, void* recv, size_t count_per_rank, int dtype, void* stream) { if (!sc_fp_sc_vgroup_allgather) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_allgather(group, send, recv, count_per_rank, dtype, stream); }
+int sc_vgroup_reducescatter(sc_vgroup_t group, const void* send, void* recv, size_t recv_count, int dtype, int op, double premul_factor, void* stream) { if (!sc_fp_sc_vgroup_reducescatter) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_reducescatter(group, send, recv, recv_count, dtype, op, premul_factor, stream); }
+int sc_vgroup_broadcast(sc_vgroup_t group, const void* send, void* recv, size_t count, int dtype, int root, void* stream) { if (!sc_fp_sc_vgroup_broadcast) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_broadcast(group, send, recv, count, dtype, root, stream); }
+int sc_vgroup_alltoall(sc_vgroup_t group, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_vgroup_alltoall) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_alltoall(group, send, recv, count_per_peer, dtype, stream); }
+int sc_divide(void* data, size_t count, int dtype, long long divisor, void* stream) { if (!sc_fp_sc_divide) return SC_ERR_NO_DEVICE; return sc_fp_sc_divide(data, count, dtype, divisor, stream); }
+int sc_convert(const void* src, int src_dtype, void* dst, int dst_dtype, size_t count, void* stream) { if (!sc_fp_sc_convert) return SC_ERR_NO_DEVICE; return sc_fp_sc_convert(src, src_dtype, dst, dst_dtype, count, stream); }
 #endif

@@ -324,6 +324,36 @@ SC_API int sc_vendor_broadcast(sc_comm_t comm, const void* send, void* recv, siz
 SC_API int sc_vendor_alltoallv(sc_comm_t comm, const void* send, const int64_t* send_counts, void* recv,
                         size_t recv_capacity, int64_t* recv_counts, int dtype, void* stream);
 
+/* ---- vendor groups: a vendor communicator of its own over any ranks (no DDA part) ----
+ * E.g. the ranks of one local rank on every node of a communicator that spans nodes. Non-blocking
+ * inside (NCCL >= 2.14 or RCCL): creation, each enqueue and the teardown wait at most the group's
+ * timeout; sc_vgroup_abort (any thread) ends this rank's kernels of the group that wait on a peer.
+ * A peer that fails or is gone shows in sc_vgroup_check (the vendor's asynchronous error); the
+ * kernels of a group never time out by themselves, so a caller that waits for one bounds the wait
+ * and aborts. id: sc_vendor_unique_id of one member, the same on every member. */
+typedef struct sc_vgroup* sc_vgroup_t;
+SC_API int sc_vgroup_create(int rank, int nranks, int device, const void* id, int id_len, double timeout_seconds,
+                     sc_vgroup_t* out);
+SC_API int sc_vgroup_check(sc_vgroup_t group);   /* SC_OK, SC_ERR_VENDOR (a peer failed) or SC_ERR_ABORTED */
+SC_API int sc_vgroup_abort(sc_vgroup_t group);   /* immediate; the group refuses every later call */
+SC_API int sc_vgroup_destroy(sc_vgroup_t group); /* collective when not aborted (finalize, bounded); frees */
+SC_API int sc_vgroup_allreduce(sc_vgroup_t group, const void* send, void* recv, size_t count, int dtype, int op,
+                        double premul_factor, void* stream);
+SC_API int sc_vgroup_allgather(sc_vgroup_t group, const void* send, void* recv, size_t count_per_rank, int dtype,
+                        void* stream);
+SC_API int sc_vgroup_reducescatter(sc_vgroup_t group, const void* send, void* recv, size_t recv_count, int dtype,
+                            int op, double premul_factor, void* stream);
+SC_API int sc_vgroup_broadcast(sc_vgroup_t group, const void* send, void* recv, size_t count, int dtype, int root,
+                        void* stream);
+SC_API int sc_vgroup_alltoall(sc_vgroup_t group, const void* send, void* recv, size_t count_per_peer, int dtype,
+                       void* stream);
+/* data[i] /= divisor (>= 1) on the device, as the DDA kernels finish an AVG: integers widened to int64
+ * and truncated toward zero, bf16/fp16 divided in fp32 and rounded to nearest even. */
+SC_API int sc_divide(void* data, size_t count, int dtype, long long divisor, void* stream);
+/* dst[i] = src[i] converted between SC_FLOAT32, SC_BFLOAT16 and SC_FLOAT16 (widening is exact, narrowing
+ * rounds to nearest even); source and destination must not overlap. */
+SC_API int sc_convert(const void* src, int src_dtype, void* dst, int dst_dtype, size_t count, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,20 +41,40 @@ public final class Comms {
   }
 
   /**
-   * The communicator of ranks that may run on several nodes: the ranks of each node share a host
-   * shared-memory communicator, the nodes talk over {@code transport}
+   * The communicator of ranks that may run on several nodes, host tensors: the ranks of each node
+   * share a host shared-memory communicator, the nodes talk over {@code transport}
    * ({@link io.sparkcomms.collectives.hier.HierarchicalCommunicator}); ranks that all name one node get
    * the plain host backend. {@code node} names this rank's node (ranks of one node must share
-   * /dev/shm). Host tensors only: the GPU backend is refused across nodes.
+   * /dev/shm). For the GPU backend, use {@link #createAcrossNodes(Rendezvous, String,
+   * io.sparkcomms.collectives.net.Transport, CommOptions, int)}.
    */
   public static Communicator createAcrossNodes(Rendezvous rendezvous, String node, io.sparkcomms.collectives.net.Transport transport,
       CommOptions options) {
     if (options.backend() == CommOptions.Backend.GPU) {
-      throw new IllegalArgumentException("the GPU backend does not span nodes: a communicator across nodes uses the host backend "
-          + "inside each node (backend auto or host)");
+      throw new IllegalArgumentException("the GPU backend across nodes needs a device ordinal: use "
+          + "Comms.createAcrossNodes(rendezvous, node, transport, options, device)");
     }
     agree(rendezvous, options, "host+net");
     return io.sparkcomms.collectives.hier.HierarchicalComms.create(rendezvous, node, transport, options);
+  }
+
+  /**
+   * As {@link #createAcrossNodes(Rendezvous, String, io.sparkcomms.collectives.net.Transport, CommOptions)},
+   * for {@code device}: under AUTO or GPU with a usable GPU library, the GPU composition (each node's
+   * ranks share a GPU communicator, NCCL / RCCL carries the cross-node leg:
+   * {@link io.sparkcomms.collectives.hier.GpuHierarchicalCommunicator}); otherwise, under AUTO, the host
+   * composition (also for a negative {@code device}). With backend GPU and no usable GPU library, the
+   * error says why.
+   */
+  public static Communicator createAcrossNodes(Rendezvous rendezvous, String node, io.sparkcomms.collectives.net.Transport transport,
+      CommOptions options, int device) {
+    boolean forced = options.backend() == CommOptions.Backend.GPU;
+    boolean gpu = forced || (options.backend() != CommOptions.Backend.HOST && GpuBackends.available() && device >= 0);
+    if (!gpu) return createAcrossNodes(rendezvous, node, transport, options);
+    if (!GpuBackends.available()) throw new CommException(io.sparkcomms.nativeapi.GpuLibrary.status().reason());
+    if (device < 0) throw new IllegalArgumentException("the GPU backend needs a device ordinal");
+    agree(rendezvous, options, "gpu+net");
+    return io.sparkcomms.collectives.hier.HierarchicalComms.createGpu(rendezvous, node, transport, options, device);
   }
 
   /**

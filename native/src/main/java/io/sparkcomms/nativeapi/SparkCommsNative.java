@@ -88,6 +88,12 @@ public final class SparkCommsNative {
     public sc_blas(Pointer p) { super(p); }
   }
 
+  /** Opaque vendor-group handle ({@code sc_vgroup_t}). */
+  @Opaque public static class sc_vgroup extends Pointer {
+    public sc_vgroup() { super((Pointer) null); }
+    public sc_vgroup(Pointer p) { super(p); }
+  }
+
   /** Loads the GPU library at {@code path}; 0 on success, else 1 and {@link #sc_dispatch_error()}. */
   public static native int sc_dispatch_open(String path);
   public static native @Cast("const char*") String sc_dispatch_error();
@@ -174,4 +180,15 @@ public final class SparkCommsNative {
   public static native int sc_vendor_reducescatter(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, Pointer stream);
   public static native int sc_vendor_broadcast(sc_comm comm, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
   public static native int sc_vendor_alltoallv(sc_comm comm, @Const Pointer send, @Cast("const int64_t*") Pointer send_counts, Pointer recv, @Cast("size_t") long recv_capacity, @Cast("int64_t*") Pointer recv_counts, int dtype, Pointer stream);
+  public static native int sc_vgroup_create(int rank, int nranks, int device, @Const Pointer id, int id_len, double timeout_seconds, @ByPtrPtr sc_vgroup out);
+  public static native int sc_vgroup_check(sc_vgroup group);
+  public static native int sc_vgroup_abort(sc_vgroup group);
+  public static native int sc_vgroup_destroy(sc_vgroup group);
+  public static native int sc_vgroup_allreduce(sc_vgroup group, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int op, double premul_factor, Pointer stream);
+  public static native int sc_vgroup_allgather(sc_vgroup group, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_rank, int dtype, Pointer stream);
+  public static native int sc_vgroup_reducescatter(sc_vgroup group, @Const Pointer send, Pointer recv, @Cast("size_t") long recv_count, int dtype, int op, double premul_factor, Pointer stream);
+  public static native int sc_vgroup_broadcast(sc_vgroup group, @Const Pointer send, Pointer recv, @Cast("size_t") long count, int dtype, int root, Pointer stream);
+  public static native int sc_vgroup_alltoall(sc_vgroup group, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, Pointer stream);
+  public static native int sc_divide(Pointer data, @Cast("size_t") long count, int dtype, long divisor, Pointer stream);
+  public static native int sc_convert(@Const Pointer src, int src_dtype, Pointer dst, int dst_dtype, @Cast("size_t") long count, Pointer stream);
 }

@@ -249,7 +249,7 @@ public final class BarrierComms {
       Map<String, String> nodeNames = conf.nodeNames();
       if (NodeIdentity.acrossNodes(nodeNames, hosts)) {
         String node = NodeIdentity.of(nodeNames, SparkEnv.get().executorId(), hosts[ctx.partitionId()], System.getenv());
-        comm = Comms.createAcrossNodes(rv, node, SparkNetworkTransport.forExecutor(), options);
+        comm = Comms.createAcrossNodes(rv, node, SparkNetworkTransport.forExecutor(), options, device);
       } else {
         comm = Comms.create(rv, options, device);
       }

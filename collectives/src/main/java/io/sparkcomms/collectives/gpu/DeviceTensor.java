@@ -72,19 +72,35 @@ public final class DeviceTensor implements Tensor {
   /** Copies all of {@code src} (same dtype, {@code count <= this count}) to the start of this tensor. */
   public void copyFrom(HostTensor src) {
     checkHost(src);
-    copyWindows(src, true);
+    copyWindows(src, src.count(), true);
   }
 
   /** Copies the first {@code dst.count()} elements of this tensor into {@code dst}. */
   public void copyTo(HostTensor dst) {
     checkHost(dst);
-    copyWindows(dst, false);
+    copyWindows(dst, dst.count(), false);
   }
 
-  /** Host-device copies of {@code h.count()} elements through a direct buffer of at most {@link #COPY_WINDOW} bytes. */
-  private void copyWindows(HostTensor h, boolean toDevice) {
+  /** Copies the first {@code n} elements of {@code src} into the first {@code n} of this tensor. */
+  public void copyFrom(HostTensor src, long n) {
+    checkPrefix(src, n);
+    copyWindows(src, n, true);
+  }
+
+  /** Copies the first {@code n} elements of this tensor into the first {@code n} of {@code dst}. */
+  public void copyTo(HostTensor dst, long n) {
+    checkPrefix(dst, n);
+    copyWindows(dst, n, false);
+  }
+
+  private void checkPrefix(HostTensor h, long n) {
+    if (h.dtype() != dtype) throw new IllegalArgumentException("dtype " + h.dtype() + " differs from device tensor's " + dtype);
+    if (n < 0 || n > h.count() || n > count) throw new IllegalArgumentException("copy of " + n + " elements between " + h + " and " + this);
+  }
+
+  /** Host-device copies of the first {@code total} elements through a direct buffer of at most {@link #COPY_WINDOW} bytes. */
+  private void copyWindows(HostTensor h, long total, boolean toDevice) {
     int es = dtype.size();
-    long total = h.count();
     int per = COPY_WINDOW / es;
     ByteBuffer staging = ByteBuffer.allocateDirect((int) Math.max(1, Math.min(total, per) * es)).order(ByteOrder.nativeOrder());
     Pointer host = new Pointer(staging);

@@ -3,6 +3,7 @@ package io.sparkcomms.collectives.hier;
 import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
+import io.sparkcomms.collectives.gpu.GpuCommunicator;
 import io.sparkcomms.collectives.host.HostCommunicator;
 import io.sparkcomms.collectives.net.Mesh;
 import io.sparkcomms.collectives.net.MeshRendezvous;
@@ -32,17 +33,45 @@ public final class HierarchicalComms {
 
   private HierarchicalComms() {}
 
-  /** How a node's shared-memory communicator is built (tests replace it to make a node fail). */
+  /** How a node's communicator is built (tests replace it to make a node fail). */
   interface LocalFactory {
     Communicator create(Rendezvous rv, CommOptions o);
   }
 
-  /** The communicator of {@code rv.rank()}, which runs on {@code node}; {@code transport} carries the cross-node leg. */
+  /** The world communicator from its parts, once every node built its own ({@code rv}: the world's). */
+  interface Assembler {
+    Communicator assemble(Rendezvous rv, NodeLayout layout, Mesh mesh, Communicator local);
+  }
+
+  /**
+   * The host composition for {@code rv.rank()}, which runs on {@code node}; {@code transport} carries
+   * the cross-node leg.
+   */
   public static Communicator create(Rendezvous rv, String node, Transport transport, CommOptions o) {
     return create(rv, node, transport, o, HostCommunicator::create);
   }
 
   static Communicator create(Rendezvous rv, String node, Transport transport, CommOptions o, LocalFactory factory) {
+    return create(rv, node, transport, o, () -> HostCommunicator.create(rv, o), factory,
+        (w, layout, mesh, local) -> new HierarchicalCommunicator(w.rank(), o, layout, mesh, local));
+  }
+
+  /**
+   * The GPU composition ({@link GpuHierarchicalCommunicator}) for {@code rv.rank()} on {@code device}:
+   * each node's ranks share a GPU communicator, the vendor library carries the cross-node leg, and
+   * {@code transport} the agreements and abort notices. Ranks that all name one node get the plain
+   * GPU backend.
+   */
+  public static Communicator createGpu(Rendezvous rv, String node, Transport transport, CommOptions o, int device) {
+    // the node's communicator needs no vendor communicator of its own: the groups carry that leg
+    CommOptions localOptions = o.toBuilder().vendor(false).build();
+    return create(rv, node, transport, o, () -> GpuCommunicator.create(rv, o, device),
+        (lrv, lo) -> GpuCommunicator.create(lrv, localOptions, device),
+        (w, layout, mesh, local) -> VendorGroups.assemble(w, o, layout, mesh, (GpuCommunicator) local, device));
+  }
+
+  private static Communicator create(Rendezvous rv, String node, Transport transport, CommOptions o,
+                                     java.util.function.Supplier<Communicator> oneNode, LocalFactory factory, Assembler assembler) {
     checkName("node name", node, MAX_NODE_NAME);
     String address = transport.address();
     checkName("transport address", address, MAX_ADDRESS);
@@ -65,7 +94,7 @@ public final class HierarchicalComms {
       }
     }
     NodeLayout layout = new NodeLayout(nodes);
-    if (layout.nodeCount() == 1) return HostCommunicator.create(rv, o);
+    if (layout.nodeCount() == 1) return oneNode.get();
     int r = rv.rank();
     Mesh mesh = new Mesh(transport, worldId, r, addresses);
     Communicator local = null;
@@ -99,7 +128,7 @@ public final class HierarchicalComms {
         String again = outcome(rv, r, err, o);
         if (again != null) throw new CommException("rank " + r + ": " + again);
       }
-      return new HierarchicalCommunicator(r, o, layout, mesh, local);
+      return assembler.assemble(rv, layout, mesh, local);
     } catch (RuntimeException e) {
       if (local != null) local.close();
       mesh.close();
@@ -108,7 +137,7 @@ public final class HierarchicalComms {
   }
 
   /** One world round of every rank's outcome: null when all succeeded, else the first failure, the same on every rank. */
-  private static String outcome(Rendezvous rv, int r, String err, CommOptions o) {
+  static String outcome(Rendezvous rv, int r, String err, CommOptions o) {
     byte[][] st = rv.allGather((err == null ? "OK" : "ERR " + err).getBytes(StandardCharsets.UTF_8), o.timeout());
     for (int p = 0; p < st.length; p++) {
       String s = new String(st[p], StandardCharsets.UTF_8);

@@ -76,8 +76,6 @@ import java.util.List;
 public final class HierarchicalCommunicator extends AbstractCommunicator {
   /** From this many bytes (and on nodes of equal size) allReduce shards its cross-node leg over every rank's link. */
   public static final long SHARD_MIN_BYTES = 256 * 1024;
-  /** Status words a leader broadcasts to its node: verdict code, text length, text (UTF-8, 8 bytes a word). */
-  private static final int STATUS_WORDS = 2 + 128;
 
   private final NodeLayout layout;
   private final Mesh mesh;
@@ -87,6 +85,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
   private final int[] leaders;
   private final int[] rail;  // the shard rail of this rank's local rank, or null (uneven nodes)
   private final HostReductions reductions = new HostReductions();
+  private final CallAgreement agreement;
   /** Transfers made with each peer so far (the sequence number of the next); also the point-to-point lock. */
   private final long[] pairSeq;
   private long calls;
@@ -107,6 +106,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     this.leaders = layout.leaders();
     this.rail = layout.uniform() ? layout.rail(layout.localRank(rank)) : null;
     this.pairSeq = new long[layout.worldSize()];
+    this.agreement = new CallAgreement(rank, layout, mesh);
     mesh.onAbort(reason -> {
       aborted = true;
       local.abort(reason);
@@ -274,7 +274,7 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
     lowPrecision = problem == null && p.kind() == Collective.ALL_REDUCE && AlgorithmSelector.choose(Collective.ALL_REDUCE,
         p.count() * p.dtype().size(), size, p.dtype(), p.op(), p.request(), options) == Protocol.LP;
     try {
-      agree(loc, call, 0, describe(p) + (lowPrecision ? " LP" : "") + (p.request() != null ? " " + p.request() : ""), problem);
+      agree(loc, call, 0, CallAgreement.describe(p) + (lowPrecision ? " LP" : "") + (p.request() != null ? " " + p.request() : ""), problem);
     } catch (CommMismatchException | IllegalArgumentException e) {
       throw e;  // every rank raised at this call; the communicator stays usable
     } catch (RuntimeException e) {
@@ -379,101 +379,14 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   // ------------------------------------------------------------------ agreement
 
-  /**
-   * The call's agreement (see the class comment): returns when every rank of every node makes this
-   * call with its arguments accepted; otherwise raises on every rank.
-   */
+  /** The call's agreement ({@link CallAgreement}): returns when every rank of every node makes this call with its arguments accepted. */
   private void agree(Communicator loc, long call, int step, String description, String problem) {
-    agree(loc, call, step, description, problem, "refused its arguments");
+    agreement.agree(loc, seq(call, step), stepNanos, description, problem, "refused its arguments");
   }
 
-  /**
-   * {@link #agree} where a set {@code problem} is described to the other nodes as a rank that
-   * {@code refusal} (a leader's own problem travels as its text).
-   */
+  /** {@link #agree} where a set {@code problem} is described to the other nodes as a rank that {@code refusal}. */
   private void agree(Communicator loc, long call, int step, String description, String problem, String refusal) {
-    long h = Fnv.of(description.getBytes(StandardCharsets.UTF_8)) & Long.MAX_VALUE;
-    long[] v = {h, -h, problem != null ? 1 : 0};
-    loc.allReduce(HostTensor.of(v), ReduceOp.MAX);
-    String ranks = " (world ranks " + java.util.Arrays.toString(layout.members(node)) + ")";
-    String nodeVerdict = v[2] != 0 ? (leader && problem != null ? problem : "a rank of node " + layout.nodeName(node) + ranks + " " + refusal)
-        : v[0] != -v[1] ? "the ranks of node " + layout.nodeName(node) + ranks + " make different calls" : null;
-    long[] status = new long[STATUS_WORDS];
-    if (leader) {
-      String verdict = leadersAgree(call, step, description, nodeVerdict);
-      pack(status, verdict);
-    }
-    loc.broadcast(HostTensor.of(status), 0);
-    if (status[0] != 0) {
-      String verdict = unpack(status);
-      if (problem != null) throw new IllegalArgumentException(problem);
-      throw new CommMismatchException("rank " + rank + ": " + verdict);
-    }
-  }
-
-  /** The leaders' exchange of descriptions and node verdicts; null when all agree, else the same text on every leader. */
-  private String leadersAgree(long call, int step, String description, String nodeVerdict) {
-    byte[] d = description.getBytes(StandardCharsets.UTF_8);
-    byte[] nv = nodeVerdict == null ? new byte[0] : nodeVerdict.getBytes(StandardCharsets.UTF_8);
-    ByteBuffer mine = ByteBuffer.allocate(9 + d.length + nv.length);
-    mine.put((byte) (nodeVerdict == null ? 0 : 1)).putInt(d.length).put(d).putInt(nv.length).put(nv).flip();
-    ByteBuffer[] all = exchange(leaders, node, Mesh.LEADERS, seq(call, step), mine);
-    String[] desc = new String[all.length];
-    String first = null;
-    for (int i = 0; i < all.length; i++) {
-      ByteBuffer b = all[i];
-      try {
-        boolean failed = b.get() != 0;
-        desc[i] = text(b);
-        String why = text(b);
-        if (failed && first == null) first = why;
-      } catch (RuntimeException e) {
-        throw new CommException("rank " + rank + ": node leader " + leaders[i] + " sent an unreadable agreement message");
-      }
-    }
-    if (first != null) return first;
-    for (int i = 1; i < all.length; i++) {
-      if (!desc[i].equals(desc[0])) {
-        return "the ranks make different calls: rank " + leaders[0] + " " + desc[0] + ", rank " + leaders[i] + " " + desc[i];
-      }
-    }
-    return null;
-  }
-
-  private static String text(ByteBuffer b) {
-    int len = b.getInt();
-    if (len < 0 || len > b.remaining() || len > 64 * 1024) throw new IllegalArgumentException("length");
-    byte[] t = new byte[len];
-    b.get(t);
-    return new String(t, StandardCharsets.UTF_8);
-  }
-
-  private static void pack(long[] status, String verdict) {
-    if (verdict == null) return;
-    byte[] t = verdict.getBytes(StandardCharsets.UTF_8);
-    int len = Math.min(t.length, (STATUS_WORDS - 2) * 8);
-    status[0] = 1;
-    status[1] = len;
-    for (int i = 0; i < len; i++) status[2 + i / 8] |= (t[i] & 0xffL) << (8 * (i % 8));
-  }
-
-  private static String unpack(long[] status) {
-    int len = (int) Math.max(0, Math.min(status[1], (STATUS_WORDS - 2) * 8L));
-    byte[] t = new byte[len];
-    for (int i = 0; i < len; i++) t[i] = (byte) (status[2 + i / 8] >>> (8 * (i % 8)));
-    return new String(t, StandardCharsets.UTF_8);
-  }
-
-  /** What every rank must agree on: collective, dtype, op, count, root, per-rank counts. */
-  private static String describe(PlannedCall p) {
-    StringBuilder sb = new StringBuilder(p.kind().apiName());
-    if (p.kind() == Collective.BARRIER) return sb.toString();
-    sb.append('(').append(p.dtype());
-    if (p.op() != null) sb.append(", ").append(p.op());
-    if (p.kind() != Collective.ALL_TO_ALL_V) sb.append(", count ").append(p.count());
-    if (p.kind().isRooted()) sb.append(", root ").append(p.root());
-    if (p.counts() != null) sb.append(", counts ").append(Long.toHexString(p.counts().fingerprint()));
-    return sb.append(')').toString();
+    agreement.agree(loc, seq(call, step), stepNanos, description, problem, refusal);
   }
 
   private static long seq(long call, int step) { return call * 16 + step; }
@@ -483,17 +396,9 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
 
   // ------------------------------------------------------------------ the cross-node exchange
 
-  /**
-   * Sends {@code mine} to every other member and takes what each sent: result {@code [me]} is
-   * {@code mine}. Every member calls it with the same members and sequence number.
-   */
+  /** {@link CallAgreement#exchange} with this call's step bound. */
   private ByteBuffer[] exchange(int[] members, int me, byte channel, long seq, ByteBuffer mine) {
-    for (int i = 0; i < members.length; i++) if (i != me) mesh.send(members[i], channel, seq, mine.duplicate());
-    ByteBuffer[] all = new ByteBuffer[members.length];
-    all[me] = mine.duplicate();
-    long deadline = deadline();
-    for (int i = 0; i < members.length; i++) if (i != me) all[i] = mesh.take(members[i], channel, seq, deadline);
-    return all;
+    return agreement.exchange(members, me, channel, seq, mine, stepNanos);
   }
 
   private static ByteBuffer expect(ByteBuffer b, long bytes, int from) {
