@@ -330,6 +330,38 @@ class HierarchicalCommunicatorTest {
     }
   }
 
+  /**
+   * With a device ordinal: AUTO builds the GPU composition only where the GPU library is usable, else
+   * the host composition; a forced GPU backend without it fails on every rank with the loader's reason.
+   */
+  @Test
+  void theBackendAcrossNodesFollowsTheGpuLibrary() throws Exception {
+    String[] nodes = {"a", "b"};
+    // where a GPU is usable, integration-tests' CrossNodeGpuTest checks the GPU composition (ranks as processes)
+    org.junit.jupiter.api.Assumptions.assumeFalse(io.sparkcomms.nativeapi.GpuLibrary.available(), "a GPU library is usable here");
+    InJvmRendezvous.Group g = InJvmRendezvous.group(2);
+    InJvmTransport[] t = {new InJvmTransport(), new InJvmTransport()};
+    try {
+      List<Object> res = RankGroup.runCatching(2, 600, r -> {
+        try (Communicator c = Comms.createAcrossNodes(g.member(r), nodes[r], t[r], OPTS, 0)) {
+          return c.backendName();
+        }
+      });
+      assertEquals(List.of("host+net", "host+net"), res);
+      {
+        CommOptions forced = OPTS.toBuilder().backend(CommOptions.Backend.GPU).build();
+        InJvmRendezvous.Group g2 = InJvmRendezvous.group(2);
+        List<Object> refused = RankGroup.runCatching(2, 600, r -> Comms.createAcrossNodes(g2.member(r), nodes[r], t[r], forced, 0));
+        for (Object x : refused) {
+          assertTrue(x instanceof io.sparkcomms.collectives.CommException, "refused on every rank: " + x);
+          assertTrue(((Throwable) x).getMessage().contains("GPU"), ((Throwable) x).getMessage());
+        }
+      }
+    } finally {
+      for (InJvmTransport x : t) x.close();
+    }
+  }
+
   @Test
   void ranksOnOneNodeGetThePlainHostBackend() throws Exception {
     List<Object> res = onNodes(new String[] {"a", "a"}, OPTS, (r, c) -> c.backendName());
