@@ -92,7 +92,7 @@ def jtype(ctype, name, is_ret=False):
         "uint64_t": '@Cast("uint64_t") long',
         "size_t": '@Cast("size_t") long',
         "char *": '@Cast("char*") byte[]',
-        "int *": "int[]", "float *": "float[]", "long long *": "long[]", "uint64_t *": '@Cast("uint64_t*") long[]',
+        "int *": "int[]", "const int *": "int[]", "const long long *": "long[]", "float *": "float[]", "long long *": "long[]", "uint64_t *": '@Cast("uint64_t*") long[]',
         "const int64_t *": '@Cast("const int64_t*") Pointer', "int64_t *": '@Cast("int64_t*") Pointer',
         "size_t *": "SizeTPointer",
         "void *": "Pointer", "const void *": "@Const Pointer",

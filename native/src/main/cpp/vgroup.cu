@@ -263,6 +263,35 @@ extern "C" int sc_vgroup_alltoall(sc_vgroup_t g, const void* send, void* recv, s
   return sc_vgroup_result(u.vc, g->rank, g->timeout_s, r, "ncclSend/ncclRecv (allToAll)");
 }
 
+extern "C" int sc_vgroup_batch(sc_vgroup_t g, int ops, const int* kinds, const int* peers, const long long* addresses,
+                               const long long* bytes, void* stream) {
+  ScGroupUse u(g);
+  SC_TRY(u.rc);
+  if (ops < 0 || ops > (1 << 20)) return sc_fail(SC_ERR_INVALID_ARG, "sc_vgroup_batch: %d operations", ops);
+  if (ops > 0 && (!kinds || !peers || !addresses || !bytes)) return sc_fail(SC_ERR_INVALID_ARG, "sc_vgroup_batch: null array");
+  for (int i = 0; i < ops; ++i) {  // every operation checked before any is queued (a partial group would hang peers)
+    if (kinds[i] != 0 && kinds[i] != 1) return sc_fail(SC_ERR_INVALID_ARG, "sc_vgroup_batch: operation %d: kind %d", i, kinds[i]);
+    if (peers[i] < 0 || peers[i] >= g->nranks)
+      return sc_fail(SC_ERR_INVALID_ARG, "sc_vgroup_batch: operation %d: peer %d of %d", i, peers[i], g->nranks);
+    if (bytes[i] < 0 || (bytes[i] > 0 && addresses[i] == 0))
+      return sc_fail(SC_ERR_INVALID_ARG, "sc_vgroup_batch: operation %d: %lld bytes at %llx", i, bytes[i], (unsigned long long)addresses[i]);
+  }
+  ScDeviceGuard dg(g->device);
+  if (dg.rc) return dg.rc;
+  gpuStream_t st = (gpuStream_t)stream;
+  const int int8 = 0;  // ncclInt8: bytes
+  vResult r = g_vendor.GroupStart();
+  for (int i = 0; i < ops && r == 0; ++i) {
+    if (bytes[i] == 0) continue;
+    void* a = (void*)(uintptr_t)addresses[i];
+    r = kinds[i] == 0 ? g_vendor.Send(a, (size_t)bytes[i], int8, peers[i], u.vc, st)
+                      : g_vendor.Recv(a, (size_t)bytes[i], int8, peers[i], u.vc, st);
+  }
+  const vResult r2 = g_vendor.GroupEnd();
+  if (r == 0) r = r2;
+  return sc_vgroup_result(u.vc, g->rank, g->timeout_s, r, "ncclSend/ncclRecv (batch)");
+}
+
 // ---- element-wise division: the last step of an AVG composed from SUMs ----
 template <int DT>
 __global__ void sc_k_divide(typename ScType<DT>::T* x, size_t n, long long divisor) {

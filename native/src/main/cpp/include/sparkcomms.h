@@ -347,6 +347,12 @@ SC_API int sc_vgroup_broadcast(sc_vgroup_t group, const void* send, void* recv, 
                         void* stream);
 SC_API int sc_vgroup_alltoall(sc_vgroup_t group, const void* send, void* recv, size_t count_per_peer, int dtype,
                        void* stream);
+/* A group of point-to-point operations, issued together (as ncclGroupStart/End): operation i sends
+ * (kinds[i] 0) or receives (1) bytes[i] bytes at device address addresses[i] to or from member
+ * peers[i]. Between two members the k-th send of one matches the k-th receive of the other. Every
+ * operation is checked before any is queued. */
+SC_API int sc_vgroup_batch(sc_vgroup_t group, int ops, const int* kinds, const int* peers, const long long* addresses,
+                    const long long* bytes, void* stream);
 /* data[i] /= divisor (>= 1) on the device, as the DDA kernels finish an AVG: integers widened to int64
  * and truncated toward zero, bf16/fp16 divided in fp32 and rounded to nearest even. */
 SC_API int sc_divide(void* data, size_t count, int dtype, long long divisor, void* stream);

@@ -98,6 +98,17 @@ public final class VendorGroup implements AutoCloseable {
         new AddressPointer(stream)), "allToAll");
   }
 
+  /**
+   * Point-to-point operations issued together: operation i sends ({@code sends[i]}) or receives
+   * {@code bytes[i]} bytes at device address {@code addresses[i]} to or from member {@code peers[i]};
+   * between two members the k-th send of one matches the k-th receive of the other.
+   */
+  public void batch(boolean[] sends, int[] peers, long[] addresses, long[] bytes, long stream) {
+    int[] kinds = new int[sends.length];
+    for (int i = 0; i < kinds.length; i++) kinds[i] = sends[i] ? 0 : 1;
+    check(SparkCommsNative.sc_vgroup_batch(group, kinds.length, kinds, peers, addresses, bytes, new AddressPointer(stream)), "send/recv");
+  }
+
   /** {@code t[i] /= divisor} on the device ({@code sc_divide}: integers truncate, bf16/fp16 round once). */
   public static void divide(DeviceTensor t, long divisor, long stream) {
     Native.check(SparkCommsNative.sc_divide(t.pointer(), t.count(), t.dtype().code(), divisor, new AddressPointer(stream)), "sc_divide");

@@ -5,6 +5,8 @@ import io.sparkcomms.collectives.BatchSendRecv;
 import io.sparkcomms.collectives.CallOptions;
 import io.sparkcomms.collectives.Collective;
 import io.sparkcomms.collectives.CommAbortedException;
+import io.sparkcomms.collectives.CommCapacityException;
+import io.sparkcomms.collectives.CommException;
 import io.sparkcomms.collectives.CommMismatchException;
 import io.sparkcomms.collectives.CommOptions;
 import io.sparkcomms.collectives.Communicator;
@@ -13,6 +15,7 @@ import io.sparkcomms.collectives.HostTensor;
 import io.sparkcomms.collectives.PerRankCounts;
 import io.sparkcomms.collectives.Protocol;
 import io.sparkcomms.collectives.ReduceOp;
+import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.gpu.DeviceBuffer;
 import io.sparkcomms.collectives.gpu.DeviceTensor;
@@ -23,7 +26,11 @@ import io.sparkcomms.collectives.plan.BackendOffer;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import io.sparkcomms.collectives.rendezvous.PairDirectory;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
@@ -56,9 +63,10 @@ import java.util.Map;
  *       topology-aware algorithms); reduce, gather, scatter, allGatherV and reduceScatterV composed
  *       from them with device copies; barrier: the agreement itself.
  * </ul>
- * Host tensors are staged through device buffers of this communicator. Not across nodes on the GPU
- * backend (refused on every rank with a clear error): allToAllV, point-to-point, split, FP8 on the
- * cross-node leg.
+ * allToAllV agrees on its sizes over the mesh, then runs as one group of the vendor library's sends
+ * and receives, as point-to-point batches do ({@link #transfer}). Host tensors are staged through
+ * device buffers of this communicator. Not across nodes on the GPU backend: split, and FP8 on the
+ * cross-node leg (a low-precision request runs at full precision).
  */
 public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
   private final NodeLayout layout;
@@ -70,6 +78,8 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
   private final CallAgreement agreement;
   private final boolean uniform;
   private final Map<DataType, DeviceBuffer[]> scratch = new EnumMap<>(DataType.class);
+  /** Transfers made with each peer so far (the sequence number of the next); also the point-to-point lock. */
+  private final long[] pairSeq;
   private long calls;
   private volatile Duration callTimeout;
   private long stepNanos;
@@ -87,6 +97,7 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
     this.device = local.device();
     this.agreement = new CallAgreement(rank, layout, mesh);
     this.uniform = layout.uniform();
+    this.pairSeq = new long[layout.worldSize()];
     mesh.onAbort(reason -> {
       aborted = true;
       abortParts(reason);
@@ -127,9 +138,136 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
         + "own communicator, or build one per group");
   }
 
+  /**
+   * Point-to-point over the world group, directly between the two ranks whatever their nodes. First
+   * each transfer's description (role, dtype, count, or why this rank refuses its tensor) goes to the
+   * peer over the mesh, the i-th transfer between two ranks one message each way, and each side checks
+   * the other's: a recv whose dtype or count differs from its send, two sends or two recvs, or a
+   * refused tensor fail on both sides ({@link CommMismatchException}; the refusing side raises
+   * {@link IllegalArgumentException}) before any data moves, and the communicator stays usable. Then
+   * the batch runs as one group of the vendor library's sends and receives (host tensors staged through
+   * device buffers). With one peer, the transfers from the lower rank to the higher come first, each
+   * direction in the order added. A timeout or an abort aborts every rank.
+   */
   @Override protected Protocol transfer(List<BatchSendRecv.Transfer> ops, Duration t) {
-    throw new UnsupportedOperationException("point-to-point between ranks of a GPU communicator that spans nodes is not "
-        + "supported; use allToAll or the host backend");
+    if (isAborted()) throw new CommAbortedException("rank " + rank + ": communicator aborted: " + abortReason());
+    List<BatchSendRecv.Transfer> order = new ArrayList<>(ops);
+    order.sort(Comparator.comparingInt((BatchSendRecv.Transfer x) -> x.peer())
+        .thenComparingInt(x -> (x.send() ? rank < x.peer() : x.peer() < rank) ? 0 : 1));
+    synchronized (pairSeq) {
+      RuntimeException first = null;
+      List<DeviceBuffer> staged = new ArrayList<>();
+      try {
+        long[] seqs = new long[order.size()];
+        String[] problems = new String[order.size()];
+        for (int i = 0; i < order.size(); i++) {
+          BatchSendRecv.Transfer x = order.get(i);
+          seqs[i] = pairSeq[x.peer()]++;
+          problems[i] = refusedTransfer(x);
+          mesh.send(x.peer(), Mesh.P2P, seqs[i], describe(x, problems[i]));
+        }
+        long deadline = System.nanoTime() + t.toNanos();
+        for (int i = 0; i < order.size(); i++) {
+          BatchSendRecv.Transfer x = order.get(i);
+          RuntimeException e = match(x, problems[i], mesh.take(x.peer(), Mesh.P2P, seqs[i], deadline));
+          if (e != null && !(e instanceof CommMismatchException) && !(e instanceof IllegalArgumentException)) throw e;
+          if (first == null) first = e;
+        }
+        if (first != null) throw first;  // both sides raise at this transfer; the communicator stays usable
+        int k = order.size();
+        boolean[] sends = new boolean[k];
+        int[] peers = new int[k];
+        long[] addresses = new long[k], bytes = new long[k];
+        DeviceTensor[] dev = new DeviceTensor[k];
+        long s = local.streamAddress();
+        for (int i = 0; i < k; i++) {
+          BatchSendRecv.Transfer x = order.get(i);
+          Tensor tensor = x.tensor();
+          if (tensor instanceof HostTensor h) {
+            DeviceBuffer b = DeviceBuffer.allocate(h.dtype(), Math.max(1, h.count()), device);
+            staged.add(b);
+            dev[i] = b.view(0, h.count());
+            if (x.send()) dev[i].copyFrom(h);
+          } else {
+            dev[i] = (DeviceTensor) tensor;
+          }
+          sends[i] = x.send();
+          peers[i] = x.peer();
+          addresses[i] = dev[i].address();
+          bytes[i] = dev[i].count() * dev[i].dtype().size();
+        }
+        world.batch(sends, peers, addresses, bytes, s);
+        world.await(s, t, order.get(0).send() ? "send" : "recv", () -> !mesh.isAborted() && !local.isAborted());
+        for (int i = 0; i < k; i++) if (!sends[i] && order.get(i).tensor() instanceof HostTensor h) dev[i].copyTo(h);
+        return Protocol.VENDOR;
+      } catch (CommMismatchException | IllegalArgumentException e) {
+        if (e == first) throw e;
+        throw failedTransfer(order, e);
+      } catch (RuntimeException e) {
+        throw failedTransfer(order, e);
+      } catch (Error e) {
+        throw failedTransfer(order, e);
+      } finally {
+        for (DeviceBuffer b : staged) b.close();
+      }
+    }
+  }
+
+  /** Not an outcome both sides agree on (a timeout, an abort, a bad message): aborts every rank. */
+  private <T extends Throwable> T failedTransfer(List<BatchSendRecv.Transfer> order, T e) {
+    try {
+      abort((order.get(0).send() ? "send" : "recv") + " failed on rank " + rank + ": " + e);
+    } catch (RuntimeException suppressed) {
+      e.addSuppressed(suppressed);
+    }
+    return e;
+  }
+
+  /** Why this rank cannot take part in {@code t} with its tensor, or null. */
+  private String refusedTransfer(BatchSendRecv.Transfer t) {
+    String name = t.send() ? "send" : "recv";
+    if (t.tensor() == null) return name + ": tensor is null";
+    if (t.tensor() instanceof DeviceTensor d && d.device() != device) return name + ": tensor on device " + d.device() + ", communicator on " + device;
+    if (!t.send() && t.tensor() instanceof HostTensor h && !h.isWritable()) return name + ": the receive buffer is read-only";
+    return null;
+  }
+
+  /** role, dtype, count, problem text. */
+  private static ByteBuffer describe(BatchSendRecv.Transfer t, String problem) {
+    byte[] why = problem == null ? new byte[0] : problem.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.allocate(1 + 4 + 8 + 4 + why.length);
+    b.put((byte) (t.send() ? 1 : 0)).putInt(problem == null ? t.tensor().dtype().ordinal() : -1)
+        .putLong(problem == null ? t.tensor().count() : 0).putInt(why.length).put(why);
+    return b.flip();
+  }
+
+  /** The outcome of {@code t} given the peer's description: null when they match. */
+  private RuntimeException match(BatchSendRecv.Transfer t, String mine, ByteBuffer b) {
+    String name = t.send() ? "send" : "recv";
+    if (b.remaining() < 17) return new CommException("rank " + rank + ": rank " + t.peer() + " sent an unreadable transfer message");
+    boolean peerSends = b.get() == 1;
+    int dt = b.getInt();
+    long count = b.getLong();
+    int whyLen = b.getInt();
+    if (whyLen < 0 || whyLen != b.remaining()) return new CommException("rank " + rank + ": rank " + t.peer() + " sent an unreadable transfer message");
+    byte[] why = new byte[whyLen];
+    b.get(why);
+    if (mine != null) return new IllegalArgumentException(mine);
+    if (whyLen > 0) {
+      return new CommMismatchException("rank " + rank + ": " + name + " with rank " + t.peer() + ": the peer refused its tensor: "
+          + new String(why, StandardCharsets.UTF_8));
+    }
+    if (peerSends == t.send()) {
+      return new CommMismatchException("rank " + rank + ": " + name + " with rank " + t.peer() + ": both ranks " + name
+          + " (a send needs the peer's recv)");
+    }
+    DataType mineDt = t.tensor().dtype();
+    if (dt != mineDt.ordinal() || count != t.tensor().count()) {
+      String other = dt >= 0 && dt < DataType.values().length ? DataType.values()[dt].toString() : "?";
+      return new CommMismatchException("rank " + rank + ": " + name + " of " + t.tensor().count() + " " + mineDt + " with rank "
+          + t.peer() + ", whose " + (peerSends ? "send" : "recv") + " has " + count + " " + other);
+    }
+    return null;
   }
 
   @Override protected void release() {
@@ -165,7 +303,9 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
       throw failed(p, e);
     }
     try {
-      return run(loc, p);
+      return run(loc, call, p);
+    } catch (CommCapacityException e) {
+      throw e;  // an agreed verdict (allToAllV sizes): every rank raises it, the communicator stays usable
     } catch (RuntimeException e) {
       throw failed(p, e);
     } catch (Error e) {
@@ -173,9 +313,8 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
     }
   }
 
-  /** What this composition cannot run, or tensors it cannot take (the same verdict the agreement spreads). */
+  /** Tensors this composition cannot take (the same verdict the agreement spreads). */
   private String refusal(PlannedCall p) {
-    if (p.kind() == Collective.ALL_TO_ALL_V) return "allToAllV is not supported across nodes on the GPU backend";
     for (Tensor t : new Tensor[] {p.in(), p.out()}) {
       if (t instanceof DeviceTensor d && d.device() != device) return "rank " + rank + ": tensor on device " + d.device() + ", communicator on " + device;
     }
@@ -197,8 +336,9 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
   private Duration timeout() { Duration t = callTimeout; return t != null ? t : options.timeout(); }
 
   /** Host tensors: copied to device buffers of this communicator, run, copied back (a null side stays null). */
-  private Protocol run(Communicator loc, PlannedCall p) {
+  private Protocol run(Communicator loc, long call, PlannedCall p) {
     if (p.kind() == Collective.BARRIER) return Protocol.FLAT;
+    if (p.kind() == Collective.ALL_TO_ALL_V) return allToAllV(loc, call, p);
     if (!(p.in() instanceof HostTensor) && !(p.out() instanceof HostTensor)) {
       return widened(loc, p, (DeviceTensor) p.in(), (DeviceTensor) p.out());
     }
@@ -364,6 +504,108 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
       loc.broadcast(out, 0);
     }
     return Protocol.FLAT;
+  }
+
+  // ------------------------------------------------------------------ allToAllV
+
+  /**
+   * allToAllV over the world group: the sizes first (each rank's count for each peer, or that its own
+   * blocks run outside its input, over the mesh), the receive counts written, every rank's size verdict
+   * agreed ({@link CommCapacityException} on every rank when any receiver's output cannot take its
+   * blocks, before any data moves), then one group of sends and receives. Counts and offsets may be
+   * host or device tensors; so may the data (host data staged through device buffers).
+   */
+  private Protocol allToAllV(Communicator loc, long call, PlannedCall p) {
+    Splits sp = p.splits();
+    int n = size;
+    long[] sc = words(sp.sendCounts(), n), so = sp.hasOffsets() ? words(sp.sendOffsets(), n) : new long[n];
+    long[] ro = sp.hasOffsets() ? words(sp.recvOffsets(), n) : null;
+    long inCount = p.in().count(), outCount = p.out().count();
+    String problem = null;
+    long at = 0;
+    for (int j = 0; j < n; j++) {
+      if (!sp.hasOffsets()) so[j] = at;
+      at += Math.max(0, sc[j]);
+      if (problem == null && (sc[j] < 0 || so[j] < 0 || so[j] + sc[j] > inCount)) {
+        problem = "allToAllV: rank " + rank + "'s block for rank " + j + " (" + sc[j] + " elements at " + so[j]
+            + ") runs outside its input of " + inCount;
+      }
+    }
+    for (int j = 0; j < n; j++) {
+      if (j == rank) continue;
+      ByteBuffer b = ByteBuffer.allocate(9).putLong(sc[j]).put((byte) (problem != null ? 1 : 0)).flip();
+      mesh.send(j, Mesh.WORLD, call * 16 + 1, b);
+    }
+    long[] rc = new long[n];
+    boolean[] bad = new boolean[n];
+    long deadline = System.nanoTime() + stepNanos;
+    for (int i = 0; i < n; i++) {
+      if (i == rank) {
+        rc[i] = sc[i];
+        bad[i] = problem != null;
+        continue;
+      }
+      ByteBuffer b = mesh.take(i, Mesh.WORLD, call * 16 + 1, deadline);
+      if (b.remaining() != 9) throw new CommException("rank " + rank + ": rank " + i + " sent an unreadable allToAllV size message");
+      rc[i] = b.getLong();
+      bad[i] = b.get() != 0;
+    }
+    long[][] slots = new long[n][];
+    String verdict = problem != null ? problem : HierarchicalCommunicator.receiveVerdict(rank, rc, bad, ro, outCount, slots);
+    long[] written = new long[n];
+    for (int i = 0; i < n; i++) written[i] = Math.max(rc[i], 0);
+    setWords(sp.recvCounts(), written);
+    try {
+      agreement.agree(loc, call * 16 + 2, stepNanos, "allToAllV sizes", verdict, "found a size problem");
+    } catch (IllegalArgumentException | CommMismatchException e) {
+      throw new CommCapacityException(verdict != null ? verdict : e.getMessage());
+    }
+    // the sizes hold on every rank: one group of sends and receives (a block to itself too)
+    long s = local.streamAddress();
+    DataType dt = p.dtype();
+    int es = dt.size();
+    DeviceTensor in = p.in() instanceof HostTensor h ? scratch(dt, inCount, 0) : (DeviceTensor) p.in();
+    DeviceTensor out = p.out() instanceof HostTensor ? scratch(dt, outCount, 1) : (DeviceTensor) p.out();
+    if (p.in() instanceof HostTensor h) in.copyFrom(h, inCount);
+    if (p.out() instanceof HostTensor h) out.copyFrom(h, outCount);  // elements outside the blocks are left as they were
+    List<long[]> ops = new ArrayList<>();  // {send 1 / recv 0, peer, address, bytes}
+    for (int j = 0; j < n; j++) if (sc[j] > 0) ops.add(new long[] {1, j, in.address() + so[j] * es, sc[j] * es});
+    for (int i = 0; i < n; i++) if (rc[i] > 0) ops.add(new long[] {0, i, out.address() + slots[i][0] * es, rc[i] * es});
+    boolean[] sends = new boolean[ops.size()];
+    int[] peers = new int[ops.size()];
+    long[] addresses = new long[ops.size()], bytes = new long[ops.size()];
+    for (int k = 0; k < ops.size(); k++) {
+      long[] o = ops.get(k);
+      sends[k] = o[0] == 1;
+      peers[k] = (int) o[1];
+      addresses[k] = o[2];
+      bytes[k] = o[3];
+    }
+    world.batch(sends, peers, addresses, bytes, s);
+    await(s, "allToAllV");
+    if (p.out() instanceof HostTensor h) out.copyTo(h, outCount);
+    return Protocol.VENDOR;
+  }
+
+  /** {@code n} INT64 words of a host or device tensor. */
+  private static long[] words(Tensor t, int n) {
+    long[] w = new long[n];
+    if (t instanceof DeviceTensor d) {
+      d.copyTo(HostTensor.of(w), n);
+    } else {
+      HostTensor h = (HostTensor) t;
+      for (int i = 0; i < n; i++) w[i] = (long) h.getDouble(i);
+    }
+    return w;
+  }
+
+  private static void setWords(Tensor t, long[] w) {
+    if (t instanceof DeviceTensor d) {
+      d.copyFrom(HostTensor.of(w), w.length);
+    } else {
+      HostTensor h = (HostTensor) t;
+      for (int i = 0; i < w.length; i++) h.setDouble(i, w[i]);
+    }
   }
 
   // ------------------------------------------------------------------ device helpers

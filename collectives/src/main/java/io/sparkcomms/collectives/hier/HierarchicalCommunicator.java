@@ -611,34 +611,9 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       b.position(b.position() + 9);
       got[i] = b.slice().order(ByteOrder.nativeOrder());
     }
-    String verdict = problem;
-    long end = 0;
     long[][] slots = new long[n][];
-    for (int i = 0; i < n && verdict == null; i++) {
-      if (bad[i] || rc[i] < 0) {
-        verdict = "allToAllV: rank " + i + "'s blocks run outside its input (or a count is negative)";
-        break;
-      }
-      long start = recvOffs != null ? recvOffs[i] : end;
-      end = start + rc[i];
-      if (start < 0 || end > out.count()) {
-        verdict = "allToAllV: rank " + rank + " would receive " + rc[i] + " elements from rank " + i + " at " + start
-            + ", past its output of " + out.count();
-      }
-      slots[i] = new long[] {start, end, i};
-    }
+    String verdict = problem != null ? problem : receiveVerdict(rank, rc, bad, recvOffs, out.count(), slots);
     if (verdict != null && recvCounts == null) throw new CommException("allToAll: " + verdict);
-    if (verdict == null && recvOffs != null) {
-      // blocks that land at given offsets must not overlap one another
-      long[][] sorted = java.util.Arrays.stream(slots).filter(x -> x[1] > x[0]).sorted(Comparator.comparingLong(x -> x[0]))
-          .toArray(long[][]::new);
-      for (int k = 1; k < sorted.length && verdict == null; k++) {
-        if (sorted[k][0] < sorted[k - 1][1]) {
-          verdict = "allToAllV: on rank " + rank + " the block from rank " + sorted[k][2] + " (at " + sorted[k][0]
-              + ") overlaps the block from rank " + sorted[k - 1][2] + " (ending at " + sorted[k - 1][1] + ")";
-        }
-      }
-    }
     if (recvCounts != null) for (int i = 0; i < n; i++) recvCounts.setDouble(i, Math.max(rc[i], 0));
     if (recvCounts != null) {
       try {
@@ -648,6 +623,38 @@ public final class HierarchicalCommunicator extends AbstractCommunicator {
       }
     }
     for (int i = 0; i < n; i++) if (rc[i] > 0) out.copyFrom(got[i], got[i].position(), slots[i][0], (int) rc[i]);
+  }
+
+  /**
+   * Where each received block of an allToAll(V) lands on this receiver ({@code slots[i] = {start, end,
+   * i}}: at {@code recvOffs[i]}, or packed in rank order when null) and its first size problem, or null:
+   * a sender whose own blocks are bad or whose count is negative, a block past the output of
+   * {@code outCount} elements, blocks at given offsets that overlap. Shared by the host and GPU compositions.
+   */
+  static String receiveVerdict(int rank, long[] rc, boolean[] bad, long[] recvOffs, long outCount, long[][] slots) {
+    int n = rc.length;
+    long end = 0;
+    for (int i = 0; i < n; i++) {
+      if (bad[i] || rc[i] < 0) return "allToAllV: rank " + i + "'s blocks run outside its input (or a count is negative)";
+      long start = recvOffs != null ? recvOffs[i] : end;
+      end = start + rc[i];
+      if (start < 0 || end > outCount) {
+        return "allToAllV: rank " + rank + " would receive " + rc[i] + " elements from rank " + i + " at " + start
+            + ", past its output of " + outCount;
+      }
+      slots[i] = new long[] {start, end, i};
+    }
+    if (recvOffs == null) return null;
+    // blocks that land at given offsets must not overlap one another
+    long[][] sorted = java.util.Arrays.stream(slots).filter(x -> x[1] > x[0]).sorted(Comparator.comparingLong(x -> x[0]))
+        .toArray(long[][]::new);
+    for (int k = 1; k < sorted.length; k++) {
+      if (sorted[k][0] < sorted[k - 1][1]) {
+        return "allToAllV: on rank " + rank + " the block from rank " + sorted[k][2] + " (at " + sorted[k][0]
+            + ") overlaps the block from rank " + sorted[k - 1][2] + " (ending at " + sorted[k - 1][1] + ")";
+      }
+    }
+    return null;
   }
 
   // ------------------------------------------------------------------ elements

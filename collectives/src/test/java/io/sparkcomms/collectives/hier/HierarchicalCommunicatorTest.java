@@ -136,70 +136,84 @@ class HierarchicalCommunicatorTest {
   @Test
   void allToAllVMovesEveryBlockAndAgreesOnSizes() throws Exception {
     String[] nodes = {"a", "a", "a", "b"};
-    int n = nodes.length;
+    long[][] sc = allToAllVCounts(nodes.length);
+    assertAllNull(onNodes(nodes, OPTS, (r, c) -> allToAllVChecks(r, c, sc)));
+  }
+
+  /** Random per-pair counts (0..49) of {@link #allToAllVChecks}, the same on every rank. */
+  static long[][] allToAllVCounts(int n) {
     long[][] sc = new long[n][n];
     Random rnd = new Random(5);
     for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) sc[i][j] = rnd.nextInt(50);
-    List<Object> res = onNodes(nodes, OPTS, (r, c) -> {
-      long total = 0;
-      for (int j = 0; j < n; j++) total += sc[r][j];
-      double[] in = new double[(int) total];
-      for (int k = 0; k < in.length; k++) in[k] = r * 1e6 + k;
-      long recvTotal = 0;
-      for (int i = 0; i < n; i++) recvTotal += sc[i][r];
-      double[] out = new double[(int) recvTotal + 3];
-      java.util.Arrays.fill(out, Double.NaN);
-      long[] rc = new long[n];
-      c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(out), HostTensor.of(rc));
-      int at = 0;
-      for (int i = 0; i < n; i++) {
-        if (rc[i] != sc[i][r]) return "rank " + r + " recvCounts[" + i + "] " + rc[i];
-        long off = 0;
-        for (int j = 0; j < r; j++) off += sc[i][j];
-        for (int k = 0; k < sc[i][r]; k++) if (out[at++] != i * 1e6 + off + k) return "rank " + r + " element " + (at - 1);
-      }
-      for (int k = at; k < out.length; k++) if (!Double.isNaN(out[k])) return "rank " + r + " wrote past its blocks";
-      // a receiver whose output is too small: every rank raises, no output written, and the next call works
-      double[] small = new double[1];
-      small[0] = Double.NaN;
-      try {
-        c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(r == 3 ? small : out), HostTensor.of(rc));
-        return "rank " + r + ": no CommCapacityException";
-      } catch (CommCapacityException e) {
-        if (r == 3 && !Double.isNaN(small[0])) return "rank 3's output was written";
-      }
-      // a sender whose count runs far past its input: every rank raises, and the communicator stays usable
-      long[] huge = sc[r].clone();
-      if (r == 2) huge[0] = Long.MAX_VALUE / 4;
-      try {
-        c.allToAllV(HostTensor.of(in), HostTensor.of(huge), HostTensor.of(out), HostTensor.of(rc));
-        return "rank " + r + ": no CommCapacityException for a count past the input";
-      } catch (CommCapacityException e) {
-        // expected on every rank
-      }
-      // given offsets whose blocks would overlap on rank 0: every rank raises, rank 0's output untouched
-      long[] sendOffs = new long[n];
-      for (int j = 1; j < n; j++) sendOffs[j] = sendOffs[j - 1] + sc[r][j - 1];
-      long[] recvOffs = new long[n];
-      double[] slotOut = new double[(int) recvTotal + 3];
-      java.util.Arrays.fill(slotOut, Double.NaN);
-      if (r == 0) {
-        recvOffs[1] = Math.max(0, sc[0][0] - 1);  // rank 1's block starts inside rank 0's
-        for (int i = 2; i < n; i++) recvOffs[i] = recvOffs[i - 1] + sc[i - 1][0] + 1;
-      } else {
-        for (int i = 1; i < n; i++) recvOffs[i] = recvOffs[i - 1] + sc[i - 1][r];
-      }
-      try {
-        c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(sendOffs), HostTensor.of(slotOut),
-            HostTensor.of(rc), HostTensor.of(recvOffs));
-        if (sc[0][0] > 1 && sc[1][0] > 0) return "rank " + r + ": no CommCapacityException for overlapping blocks";
-      } catch (CommCapacityException e) {
-        if (r == 0 && !Double.isNaN(slotOut[0])) return "rank 0's output was written";
-      }
-      c.barrier();
-      return null;
-    });
-    assertAllNull(res);
+    return sc;
+  }
+
+  /**
+   * Rank {@code r}'s allToAllV checks at 4 ranks (also run by the GPU composition's check program):
+   * every block where it belongs and nothing past them; a receiver whose output is too small, a
+   * sender's count far past its input and overlapping given offsets each raise
+   * {@link CommCapacityException} on every rank, outputs untouched, the communicator usable after.
+   * Returns null, or what went wrong.
+   */
+  static String allToAllVChecks(int r, Communicator c, long[][] sc) {
+    int n = c.size();
+    long total = 0;
+    for (int j = 0; j < n; j++) total += sc[r][j];
+    double[] in = new double[(int) total];
+    for (int k = 0; k < in.length; k++) in[k] = r * 1e6 + k;
+    long recvTotal = 0;
+    for (int i = 0; i < n; i++) recvTotal += sc[i][r];
+    double[] out = new double[(int) recvTotal + 3];
+    java.util.Arrays.fill(out, Double.NaN);
+    long[] rc = new long[n];
+    c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(out), HostTensor.of(rc));
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+      if (rc[i] != sc[i][r]) return "rank " + r + " recvCounts[" + i + "] " + rc[i];
+      long off = 0;
+      for (int j = 0; j < r; j++) off += sc[i][j];
+      for (int k = 0; k < sc[i][r]; k++) if (out[at++] != i * 1e6 + off + k) return "rank " + r + " element " + (at - 1);
+    }
+    for (int k = at; k < out.length; k++) if (!Double.isNaN(out[k])) return "rank " + r + " wrote past its blocks";
+    // a receiver whose output is too small: every rank raises, no output written, and the next call works
+    double[] small = new double[1];
+    small[0] = Double.NaN;
+    try {
+      c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(r == 3 ? small : out), HostTensor.of(rc));
+      return "rank " + r + ": no CommCapacityException";
+    } catch (CommCapacityException e) {
+      if (r == 3 && !Double.isNaN(small[0])) return "rank 3's output was written";
+    }
+    // a sender whose count runs far past its input: every rank raises, and the communicator stays usable
+    long[] huge = sc[r].clone();
+    if (r == 2) huge[0] = Long.MAX_VALUE / 4;
+    try {
+      c.allToAllV(HostTensor.of(in), HostTensor.of(huge), HostTensor.of(out), HostTensor.of(rc));
+      return "rank " + r + ": no CommCapacityException for a count past the input";
+    } catch (CommCapacityException e) {
+      // expected on every rank
+    }
+    // given offsets whose blocks would overlap on rank 0: every rank raises, rank 0's output untouched
+    long[] sendOffs = new long[n];
+    for (int j = 1; j < n; j++) sendOffs[j] = sendOffs[j - 1] + sc[r][j - 1];
+    long[] recvOffs = new long[n];
+    double[] slotOut = new double[(int) recvTotal + 3];
+    java.util.Arrays.fill(slotOut, Double.NaN);
+    if (r == 0) {
+      recvOffs[1] = Math.max(0, sc[0][0] - 1);  // rank 1's block starts inside rank 0's
+      for (int i = 2; i < n; i++) recvOffs[i] = recvOffs[i - 1] + sc[i - 1][0] + 1;
+    } else {
+      for (int i = 1; i < n; i++) recvOffs[i] = recvOffs[i - 1] + sc[i - 1][r];
+    }
+    try {
+      c.allToAllV(HostTensor.of(in), HostTensor.of(sc[r].clone()), HostTensor.of(sendOffs), HostTensor.of(slotOut),
+          HostTensor.of(rc), HostTensor.of(recvOffs));
+      if (sc[0][0] > 1 && sc[1][0] > 0) return "rank " + r + ": no CommCapacityException for overlapping blocks";
+    } catch (CommCapacityException e) {
+      if (r == 0 && !Double.isNaN(slotOut[0])) return "rank 0's output was written";
+    }
+    c.barrier();
+    return null;
   }
 
   @Test

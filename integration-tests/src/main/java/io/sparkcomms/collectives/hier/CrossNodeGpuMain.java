@@ -34,8 +34,9 @@ import java.util.concurrent.TimeUnit;
  *   java -cp ... io.sparkcomms.collectives.hier.CrossNodeGpuMain check 2x2      # nodes of 2 and 2 ranks (also 3+1, 2x1, 2x3)
  *   java -cp ... io.sparkcomms.collectives.hier.CrossNodeGpuMain kill 2x2       # rank 1 (node 0) exits mid-allReduce
  * </pre>
- * check: every collective on host and device tensors against the float64 reference (counts 1, 7,
- * 1023 and 1M+3; outputs poisoned), a count mismatch across nodes and a refused call on every rank.
+ * check: every collective, send/recv and batches on host and device tensors against the float64
+ * reference (counts 1, 7, 1023 and 1M+3; outputs poisoned), allToAllV with its size verdicts (4 ranks)
+ * and device-resident counts, a count mismatch across nodes failing on every rank.
  * kill: the other ranks must fail within the timeout (20 s) of their call.
  */
 public final class CrossNodeGpuMain {
@@ -146,12 +147,19 @@ public final class CrossNodeGpuMain {
       k.allGather(DataType.FLOAT32, big, CollectiveChecker.Shape.UNIFORM);
       k.broadcast(DataType.FLOAT64, big, c.size() - 1, false);
       k.reduceScatter(DataType.FLOAT32, ReduceOp.SUM, big / c.size(), CollectiveChecker.Shape.UNIFORM);
+      k.runPointToPoint(new int[] {1, 1023, 70_001});
       failures.addAll(k.failures());
       int checked = k.checkedCalls();
+      if (c.size() == 4) {
+        String a2av = HierarchicalCommunicatorTest.allToAllVChecks(rank, c, HierarchicalCommunicatorTest.allToAllVCounts(4));
+        if (a2av != null) failures.add(a2av);
+      }
+      failures.addAll(deviceAllToAllV(c, rank));
       failures.addAll(deviceTensors(c, rank));
       failures.addAll(mismatch(c, rank));
       c.barrier();
-      System.out.println("rank " + rank + ": " + (checked + 6) + " checked calls in " + (System.nanoTime() - t0) / 1_000_000_000 + " s, "
+      System.out.println("rank " + rank + ": " + checked + " calls checked against the reference, then the device-tensor, "
+          + "allToAllV and mismatch checks, in " + (System.nanoTime() - t0) / 1_000_000_000 + " s, "
           + failures.size() + " failures" + (failures.isEmpty() ? "" : ":\n  " + String.join("\n  ", failures)));
     } catch (RuntimeException e) {
       failures.add("raised " + e);
@@ -196,7 +204,46 @@ public final class CrossNodeGpuMain {
     return f;
   }
 
-  /** A count that differs on rank 0 fails on every rank, and the next call is right; allToAllV is refused on every rank. */
+  /** allToAllV of device tensors with device-resident counts: rank r sends j + 1 elements (r * 1000 + j) to rank j. */
+  static List<String> deviceAllToAllV(Communicator c, int rank) {
+    List<String> f = new ArrayList<>();
+    int n = c.size();
+    int dev = rank % GpuLibrary.deviceCount();
+    long total = 0;
+    for (int j = 0; j < n; j++) total += j + 1;
+    float[] x = new float[(int) total];
+    long[] sc = new long[n];
+    for (int j = 0, at = 0; j < n; j++) {
+      sc[j] = j + 1;
+      for (int k = 0; k <= j; k++) x[at++] = rank * 1000 + j;
+    }
+    try (DeviceBuffer in = DeviceBuffer.allocate(DataType.FLOAT32, total, dev);
+         DeviceBuffer out = DeviceBuffer.allocate(DataType.FLOAT32, (long) n * (rank + 1) + 2, dev);
+         DeviceBuffer sCounts = DeviceBuffer.allocate(DataType.INT64, n, dev);
+         DeviceBuffer rCounts = DeviceBuffer.allocate(DataType.INT64, n, dev)) {
+      in.view().copyFrom(HostTensor.of(x));
+      sCounts.view().copyFrom(HostTensor.of(sc));
+      out.view().fillBytes(0xff);
+      c.allToAllV(in.view(), sCounts.view(), out.view(), rCounts.view());
+      long[] rc = new long[n];
+      rCounts.view().copyTo(HostTensor.of(rc));
+      float[] got = new float[(int) out.count()];
+      out.view().copyTo(HostTensor.of(got));
+      for (int i = 0, at = 0; i < n; i++) {
+        if (rc[i] != rank + 1) f.add("device allToAllV: recvCounts[" + i + "] = " + rc[i] + ", expected " + (rank + 1));
+        for (int k = 0; k <= rank; k++, at++) {
+          if (got[at] != i * 1000 + rank) {
+            f.add("device allToAllV: element " + at + " is " + got[at] + ", expected " + (i * 1000 + rank));
+            return f;
+          }
+        }
+      }
+      for (int k = n * (rank + 1); k < got.length; k++) if (!Float.isNaN(got[k])) f.add("device allToAllV wrote past its blocks");
+    }
+    return f;
+  }
+
+  /** A count that differs on rank 0 fails on every rank, and the next call is right. */
   static List<String> mismatch(Communicator c, int rank) {
     List<String> f = new ArrayList<>();
     try {
@@ -209,15 +256,6 @@ public final class CrossNodeGpuMain {
     c.allReduce(HostTensor.of(v), ReduceOp.SUM);
     int n = c.size();
     if (v[0] != n * (n + 1) / 2f) f.add("allReduce after the mismatch: " + v[0]);
-    try {
-      c.allToAllV(HostTensor.of(new float[n]), HostTensor.of(new long[n]), HostTensor.of(new float[n]), HostTensor.of(new long[n]));
-      f.add("allToAllV across nodes on the GPU backend did not raise");
-    } catch (IllegalArgumentException e) {
-      // refused on every rank
-    }
-    v[0] = rank + 1f;
-    c.allReduce(HostTensor.of(v), ReduceOp.SUM);
-    if (v[0] != n * (n + 1) / 2f) f.add("allReduce after the refusal: " + v[0]);
     return f;
   }
 
