@@ -320,6 +320,33 @@ extern "C" int sc_divide(void* data, size_t count, int dtype, long long divisor,
   return SC_OK;
 }
 
+// ---- element-wise sum: a cross-node leg that reduces what it gathered, in a fixed order ----
+template <int DT>
+__global__ void sc_k_add(const typename ScType<DT>::T* x, typename ScType<DT>::T* y, size_t n) {
+  typedef ScType<DT> S;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    y[i] = S::from(S::to(y[i]) + S::to(x[i]));
+}
+
+extern "C" int sc_add(const void* x, void* y, size_t count, int dtype, void* stream) {
+  if (!sc_dtype_size(dtype)) return sc_fail(SC_ERR_INVALID_ARG, "sc_add: unknown dtype %d", dtype);
+  if (count == 0) return SC_OK;
+  if (!x || !y) return sc_fail(SC_ERR_INVALID_ARG, "sc_add: null buffer");
+  size_t blocks = (count + 255) / 256;
+  const int grid = (int)(blocks > 4096 ? 4096 : blocks);
+  gpuStream_t st = (gpuStream_t)stream;
+  switch (dtype) {
+    case SC_FLOAT32: sc_k_add<SC_DT_F32><<<grid, 256, 0, st>>>((const float*)x, (float*)y, count); break;
+    case SC_BFLOAT16: sc_k_add<SC_DT_BF16><<<grid, 256, 0, st>>>((const uint16_t*)x, (uint16_t*)y, count); break;
+    case SC_FLOAT16: sc_k_add<SC_DT_F16><<<grid, 256, 0, st>>>((const uint16_t*)x, (uint16_t*)y, count); break;
+    case SC_FLOAT64: sc_k_add<SC_DT_F64><<<grid, 256, 0, st>>>((const double*)x, (double*)y, count); break;
+    case SC_INT32: sc_k_add<SC_DT_I32><<<grid, 256, 0, st>>>((const int32_t*)x, (int32_t*)y, count); break;
+    case SC_INT64: sc_k_add<SC_DT_I64><<<grid, 256, 0, st>>>((const int64_t*)x, (int64_t*)y, count); break;
+  }
+  GPU_TRY(gpuGetLastError());
+  return SC_OK;
+}
+
 // ---- float conversions: bf16 / fp16 reduced in fp32 across legs, rounded once ----
 template <int SDT, int DDT>
 __global__ void sc_k_convert(const typename ScType<SDT>::T* x, typename ScType<DDT>::T* y, size_t n) {

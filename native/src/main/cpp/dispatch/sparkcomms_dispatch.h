@@ -104,6 +104,7 @@ static int (*sc_fp_sc_vgroup_broadcast)(sc_vgroup_t group, const void* send, voi
 static int (*sc_fp_sc_vgroup_alltoall)(sc_vgroup_t group, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_vgroup_batch)(sc_vgroup_t group, int ops, const int* kinds, const int* peers, const long long* addresses, const long long* bytes, void* stream) = 0;
 static int (*sc_fp_sc_divide)(void* data, size_t count, int dtype, long long divisor, void* stream) = 0;
+static int (*sc_fp_sc_add)(const void* x, void* y, size_t count, int dtype, void* stream) = 0;
 static int (*sc_fp_sc_convert)(const void* src, int src_dtype, void* dst, int dst_dtype, size_t count, void* stream) = 0;
 
 /* Loads the GPU library at `path`; 0 on success, else 1 with the reason in sc_dispatch_error(). */
@@ -293,6 +294,8 @@ static int sc_dispatch_open(const char* path) {
   if (!sc_fp_sc_vgroup_batch) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_vgroup_batch (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_divide) = dlsym(h, "sc_divide");
   if (!sc_fp_sc_divide) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_divide (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
+  *(void**)(&sc_fp_sc_add) = dlsym(h, "sc_add");
+  if (!sc_fp_sc_add) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_add (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   *(void**)(&sc_fp_sc_convert) = dlsym(h, "sc_convert");
   if (!sc_fp_sc_convert) { snprintf(sc_dl_error, sizeof sc_dl_error, "GPU backend unavailable: %s lacks sc_convert (built from another sparkcomms.h?)", path); dlclose(h); return 1; }
   sc_dl_handle = h;
@@ -393,5 +396,6 @@ int sc_vgroup_broadcast(sc_vgroup_t group, const void* send, void* recv, size_t 
 int sc_vgroup_alltoall(sc_vgroup_t group, const void* send, void* recv, size_t count_per_peer, int dtype, void* stream) { if (!sc_fp_sc_vgroup_alltoall) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_alltoall(group, send, recv, count_per_peer, dtype, stream); }
 int sc_vgroup_batch(sc_vgroup_t group, int ops, const int* kinds, const int* peers, const long long* addresses, const long long* bytes, void* stream) { if (!sc_fp_sc_vgroup_batch) return SC_ERR_NO_DEVICE; return sc_fp_sc_vgroup_batch(group, ops, kinds, peers, addresses, bytes, stream); }
 int sc_divide(void* data, size_t count, int dtype, long long divisor, void* stream) { if (!sc_fp_sc_divide) return SC_ERR_NO_DEVICE; return sc_fp_sc_divide(data, count, dtype, divisor, stream); }
+int sc_add(const void* x, void* y, size_t count, int dtype, void* stream) { if (!sc_fp_sc_add) return SC_ERR_NO_DEVICE; return sc_fp_sc_add(x, y, count, dtype, stream); }
 int sc_convert(const void* src, int src_dtype, void* dst, int dst_dtype, size_t count, void* stream) { if (!sc_fp_sc_convert) return SC_ERR_NO_DEVICE; return sc_fp_sc_convert(src, src_dtype, dst, dst_dtype, count, stream); }
 #endif

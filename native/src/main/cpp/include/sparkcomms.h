@@ -356,6 +356,8 @@ SC_API int sc_vgroup_batch(sc_vgroup_t group, int ops, const int* kinds, const i
 /* data[i] /= divisor (>= 1) on the device, as the DDA kernels finish an AVG: integers widened to int64
  * and truncated toward zero, bf16/fp16 divided in fp32 and rounded to nearest even. */
 SC_API int sc_divide(void* data, size_t count, int dtype, long long divisor, void* stream);
+/* y[i] += x[i] on the device (integers wrap, bf16/fp16 added in fp32 and rounded to nearest even). */
+SC_API int sc_add(const void* x, void* y, size_t count, int dtype, void* stream);
 /* dst[i] = src[i] converted between SC_FLOAT32, SC_BFLOAT16 and SC_FLOAT16 (widening is exact, narrowing
  * rounds to nearest even); source and destination must not overlap. */
 SC_API int sc_convert(const void* src, int src_dtype, void* dst, int dst_dtype, size_t count, void* stream);

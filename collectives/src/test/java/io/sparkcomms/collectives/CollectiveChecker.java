@@ -364,6 +364,7 @@ public final class CollectiveChecker {
   private int bs() {
     if (blockSize == 0) {
       blockSize = comm instanceof io.sparkcomms.collectives.gpu.GpuCommunicator g ? (int) g.option("lp_block_size")
+          : comm instanceof io.sparkcomms.collectives.hier.GpuHierarchicalCommunicator h ? (int) h.option("lp_block_size")
           : Thresholds.lpBlockSize(comm.options());
     }
     return blockSize;

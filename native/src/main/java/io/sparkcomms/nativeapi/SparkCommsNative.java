@@ -191,5 +191,6 @@ public final class SparkCommsNative {
   public static native int sc_vgroup_alltoall(sc_vgroup group, @Const Pointer send, Pointer recv, @Cast("size_t") long count_per_peer, int dtype, Pointer stream);
   public static native int sc_vgroup_batch(sc_vgroup group, int ops, int[] kinds, int[] peers, long[] addresses, long[] bytes, Pointer stream);
   public static native int sc_divide(Pointer data, @Cast("size_t") long count, int dtype, long divisor, Pointer stream);
+  public static native int sc_add(@Const Pointer x, Pointer y, @Cast("size_t") long count, int dtype, Pointer stream);
   public static native int sc_convert(@Const Pointer src, int src_dtype, Pointer dst, int dst_dtype, @Cast("size_t") long count, Pointer stream);
 }

@@ -109,25 +109,6 @@ public final class VendorGroup implements AutoCloseable {
     check(SparkCommsNative.sc_vgroup_batch(group, kinds.length, kinds, peers, addresses, bytes, new AddressPointer(stream)), "send/recv");
   }
 
-  /** {@code t[i] /= divisor} on the device ({@code sc_divide}: integers truncate, bf16/fp16 round once). */
-  public static void divide(DeviceTensor t, long divisor, long stream) {
-    Native.check(SparkCommsNative.sc_divide(t.pointer(), t.count(), t.dtype().code(), divisor, new AddressPointer(stream)), "sc_divide");
-  }
-
-  /** {@code to[i] = from[i]} converted between FLOAT32, BFLOAT16 and FLOAT16 ({@code sc_convert}: narrowing rounds to nearest even). */
-  public static void convert(DeviceTensor from, DeviceTensor to, long stream) {
-    if (from.count() != to.count()) throw new IllegalArgumentException("convert " + from + " into " + to);
-    Native.check(SparkCommsNative.sc_convert(from.pointer(), from.dtype().code(), to.pointer(), to.dtype().code(), from.count(),
-        new AddressPointer(stream)), "sc_convert");
-  }
-
-  /** Copies {@code from} into {@code to} (device tensors of one count) on {@code stream}. */
-  public static void copy(DeviceTensor from, DeviceTensor to, long stream) {
-    if (from.count() != to.count() || from.dtype() != to.dtype()) throw new IllegalArgumentException("copy of " + from + " into " + to);
-    Native.check(SparkCommsNative.sc_memcpy_dtod(to.pointer(), from.pointer(), from.count() * (long) from.dtype().size(),
-        new AddressPointer(stream)), "sc_memcpy_dtod");
-  }
-
   /**
    * Waits until the work enqueued on {@code stream} so far completed. A peer that failed or is gone
    * (the vendor library's asynchronous error), {@code stillOk} answering false (this rank's other

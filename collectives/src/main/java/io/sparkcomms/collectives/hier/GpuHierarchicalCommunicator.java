@@ -1,6 +1,7 @@
 package io.sparkcomms.collectives.hier;
 
 import io.sparkcomms.collectives.AbstractCommunicator;
+import io.sparkcomms.collectives.Algorithm;
 import io.sparkcomms.collectives.BatchSendRecv;
 import io.sparkcomms.collectives.CallOptions;
 import io.sparkcomms.collectives.Collective;
@@ -18,11 +19,14 @@ import io.sparkcomms.collectives.ReduceOp;
 import io.sparkcomms.collectives.Splits;
 import io.sparkcomms.collectives.Tensor;
 import io.sparkcomms.collectives.gpu.DeviceBuffer;
+import io.sparkcomms.collectives.gpu.DeviceOps;
 import io.sparkcomms.collectives.gpu.DeviceTensor;
 import io.sparkcomms.collectives.gpu.GpuCommunicator;
 import io.sparkcomms.collectives.gpu.VendorGroup;
 import io.sparkcomms.collectives.net.Mesh;
+import io.sparkcomms.collectives.algo.Thresholds;
 import io.sparkcomms.collectives.plan.BackendOffer;
+import io.sparkcomms.collectives.plan.CallPlanner;
 import io.sparkcomms.collectives.plan.PlannedCall;
 import io.sparkcomms.collectives.rendezvous.PairDirectory;
 import io.sparkcomms.collectives.rendezvous.Rendezvous;
@@ -65,10 +69,16 @@ import java.util.Map;
  * </ul>
  * allToAllV agrees on its sizes over the mesh, then runs as one group of the vendor library's sends
  * and receives, as point-to-point batches do ({@link #transfer}). Host tensors are staged through
- * device buffers of this communicator. Not across nodes on the GPU backend: split, and FP8 on the
- * cross-node leg (a low-precision request runs at full precision).
+ * device buffers of this communicator. With low precision on for allReduce (a forced LP, or AUTO
+ * from the LP threshold) its cross-node leg carries FP8 with a scale per block: each node's (or
+ * shard's) sum quantized once, decoded and added in node order in FP32. Not across nodes: split.
  */
 public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
+  /**
+   * Scratch slots per dtype: 0-1 host staging (the call's dtype), 2 a shard, 3 a rooted or V call's
+   * whole result, 4-5 the FP32 copies of a widened bf16/fp16 call, 6-7 the FP8 leg (INT32 words; FP32 decoded).
+   */
+  private static final int LP_SLOT = 6;
   private final NodeLayout layout;
   private final Mesh mesh;
   private final GpuCommunicator local;
@@ -84,10 +94,12 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
   private volatile Duration callTimeout;
   private long stepNanos;
   private volatile boolean aborted;
+  /** Whether the current allReduce crosses nodes as FP8 (decided in the agreement). */
+  private boolean lowPrecision;
 
   GpuHierarchicalCommunicator(int rank, CommOptions options, NodeLayout layout, Mesh mesh, GpuCommunicator local,
                               VendorGroup rail, VendorGroup world) {
-    super(rank, layout.worldSize(), options, new BackendOffer(BackendOffer.Memory.DEVICE, local.device(), true, false, false),
+    super(rank, layout.worldSize(), options, new BackendOffer(BackendOffer.Memory.DEVICE, local.device(), true, true, false),
         PairDirectory.fresh(), true);
     this.layout = layout;
     this.mesh = mesh;
@@ -293,8 +305,12 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
     Communicator loc = callTimeout == null ? local : local.withOptions(CallOptions.timeout(callTimeout));
     String problem = p.problem();
     if (problem == null) problem = refusal(p);
+    // the protocol from agreed values only (count, dtype, op, request; the options were compared at
+    // creation), and part of the description, so that ranks cannot run different ones
+    lowPrecision = problem == null && lowPrecisionChosen(p);
+    String description = CallAgreement.describe(p) + (lowPrecision ? " LP" : "") + (p.request() != null ? " " + p.request() : "");
     try {
-      agreement.agree(loc, call * 16, stepNanos, CallAgreement.describe(p), problem, "refused its arguments");
+      agreement.agree(loc, call * 16, stepNanos, description, problem, "refused its arguments");
     } catch (CommMismatchException | IllegalArgumentException e) {
       throw e;  // every rank raised at this call; the communicator stays usable
     } catch (RuntimeException e) {
@@ -312,6 +328,16 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
       throw failed(p, e);
     }
   }
+
+  /** FP8 on allReduce's cross-node leg: a forced LP, or AUTO with low precision on from its threshold (fp32 / bf16, SUM / AVG). */
+  private boolean lowPrecisionChosen(PlannedCall p) {
+    if (p.kind() != Collective.ALL_REDUCE || !CallPlanner.lowPrecisionEligible(Collective.ALL_REDUCE, p.dtype(), p.op())) return false;
+    if (p.request() == Algorithm.LP) return true;
+    return p.request() == Algorithm.AUTO && options.lowPrecisionEnabled(Collective.ALL_REDUCE) && p.messageBytes() >= Thresholds.lpMinBytes(options);
+  }
+
+  /** A setting of the node's GPU communicator as it is in effect (e.g. {@code "lp_block_size"}). */
+  public long option(String key) { return local.option(key); }
 
   /** Tensors this composition cannot take (the same verdict the agreement spreads). */
   private String refusal(PlannedCall p) {
@@ -390,11 +416,11 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
     long s = local.streamAddress();
     DeviceTensor win = in == null ? null : scratch(DataType.FLOAT32, inExtent(p), 4);
     DeviceTensor wout = out == null ? null : scratch(DataType.FLOAT32, outExtent(p), 5);
-    if (win != null) VendorGroup.convert(slice(in, 0, win.count()), win, s);
+    if (win != null) DeviceOps.convert(slice(in, 0, win.count()), win, s);
     if (in != null && in == out) wout = win.count() >= outExtent(p) ? slice(win, 0, outExtent(p)) : wout;
     Protocol pr = runOnDevice(loc, p, DataType.FLOAT32, win, wout);
     if (out != null && written(p)) {
-      VendorGroup.convert(wout, slice(out, 0, wout.count()), s);
+      DeviceOps.convert(wout, slice(out, 0, wout.count()), s);
       sync(s, p.kind().apiName());
     }
     return pr;
@@ -406,10 +432,10 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
     long c = p.count();
     switch (p.kind()) {
       case ALL_REDUCE:
-        return allReduce(loc, slice(in, 0, c), slice(out, 0, c), p.op(), c);
+        return allReduce(loc, slice(in, 0, c), slice(out, 0, c), p.op(), c, lowPrecision);
       case REDUCE: {
         DeviceTensor target = rank == p.root() ? slice(out, 0, c) : scratch(dt, c, 3);
-        return allReduce(loc, slice(in, 0, c), target, p.op(), c);
+        return allReduce(loc, slice(in, 0, c), target, p.op(), c, false);
       }
       case REDUCE_SCATTER:
         world.reduceScatter(slice(in, 0, c * n), slice(out, 0, c), p.op(), s);
@@ -418,7 +444,7 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
       case REDUCE_SCATTER_V: {
         PerRankCounts pc = p.counts();
         DeviceTensor all = scratch(dt, pc.total(), 3);
-        Protocol pr = allReduce(loc, slice(in, 0, pc.total()), all, p.op(), pc.total());
+        Protocol pr = allReduce(loc, slice(in, 0, pc.total()), all, p.op(), pc.total(), false);
         copy(all, pc.start(rank), out, 0, pc.count(rank), s);
         sync(s, "reduceScatterV");
         return pr;
@@ -468,7 +494,7 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
 
   // ------------------------------------------------------------------ allReduce
 
-  private Protocol allReduce(Communicator loc, DeviceTensor in, DeviceTensor out, ReduceOp op, long c) {
+  private Protocol allReduce(Communicator loc, DeviceTensor in, DeviceTensor out, ReduceOp op, long c, boolean lp) {
     long s = local.streamAddress();
     DataType dt = in.dtype();
     boolean avg = op.kind() == ReduceOp.Kind.AVG;
@@ -483,27 +509,50 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
       DeviceTensor shard = scratch(dt, counts[me], 2);
       if (c % l == 0) loc.reduceScatter(in, shard, localOp);
       else loc.reduceScatterV(in, shard, counts, localOp);
-      rail.allReduce(shard, shard, railOp, s);
-      if (avg) VendorGroup.divide(shard, size, s);
+      railAllReduce(rail, shard, railOp, lp, s);
+      if (avg) DeviceOps.divide(shard, size, s);
       await(rail, s, "allReduce (rail)");
       if (c % l == 0) loc.allGather(shard, out);
       else loc.allGatherV(shard, out, counts);
-      return Protocol.TREE;
+      return lp ? Protocol.LP : Protocol.TREE;
     }
     loc.allReduce(in, out, localOp);
     if (uniform) {
-      rail.allReduce(out, out, railOp, s);
-      if (avg) VendorGroup.divide(out, size, s);
+      railAllReduce(rail, out, railOp, lp, s);
+      if (avg) DeviceOps.divide(out, size, s);
       await(rail, s, "allReduce (rail)");
     } else {
       if (rail != null) {
-        rail.allReduce(out, out, railOp, s);
-        if (avg) VendorGroup.divide(out, size, s);
+        railAllReduce(rail, out, railOp, lp, s);
+        if (avg) DeviceOps.divide(out, size, s);
         await(rail, s, "allReduce (leaders' rail)");
       }
       loc.broadcast(out, 0);
     }
-    return Protocol.FLAT;
+    return lp ? Protocol.LP : Protocol.FLAT;
+  }
+
+  /**
+   * The cross-node leg of allReduce on {@code g}, in place on {@code buf}: the vendor library's
+   * allReduce, or with {@code lp} FP8 with a scale per block (the node's GPU communicator's block
+   * size and format): each member's sum quantized once, the encoded blocks allGathered, decoded and
+   * added in member order in FP32, so every member computes the same bits.
+   */
+  private void railAllReduce(VendorGroup g, DeviceTensor buf, ReduceOp op, boolean lp, long s) {
+    if (!lp) {
+      g.allReduce(buf, buf, op, s);
+      return;
+    }
+    int bs = (int) local.option("lp_block_size"), fmt = (int) local.option("fp8_format");
+    long words = DeviceOps.encodedBytes(buf.count(), bs) / 4;
+    DeviceTensor enc = scratch(DataType.INT32, words, LP_SLOT), all = scratch(DataType.INT32, words * g.size(), LP_SLOT + 1);
+    DeviceOps.quantize(buf, enc, fmt, bs, s);
+    g.allGather(enc, all, s);
+    DeviceTensor part = scratch(buf.dtype(), buf.count(), LP_SLOT);
+    for (int m = 0; m < g.size(); m++) {
+      DeviceOps.dequantize(slice(all, m * words, words), m == 0 ? buf : part, fmt, bs, s);
+      if (m > 0) DeviceOps.add(part, buf, s);
+    }
   }
 
   // ------------------------------------------------------------------ allToAllV
@@ -621,7 +670,7 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
   private void sync(long s, String what) { await(s, what); }
 
   private DeviceTensor scratch(DataType dt, long count, int slot) {
-    DeviceBuffer[] bs = scratch.computeIfAbsent(dt, k -> new DeviceBuffer[6]);
+    DeviceBuffer[] bs = scratch.computeIfAbsent(dt, k -> new DeviceBuffer[8]);
     long need = Math.max(1, count);
     if (bs[slot] == null || bs[slot].count() < need) {
       if (bs[slot] != null) bs[slot].close();  // every earlier call completed: calls are synchronous
@@ -638,7 +687,7 @@ public final class GpuHierarchicalCommunicator extends AbstractCommunicator {
   }
 
   private static void copy(DeviceTensor from, long at, DeviceTensor to, long toAt, long n, long s) {
-    if (n > 0) VendorGroup.copy(slice(from, at, n), slice(to, toAt, n), s);
+    if (n > 0) DeviceOps.copy(slice(from, at, n), slice(to, toAt, n), s);
   }
 
   /** Which ranks form this rank's groups (for messages). */

@@ -64,9 +64,8 @@ public final class HierarchicalComms {
    */
   public static Communicator createGpu(Rendezvous rv, String node, Transport transport, CommOptions o, int device) {
     // the node's communicator needs no vendor communicator of its own: the groups carry that leg
-    CommOptions localOptions = o.toBuilder().vendor(false).build();
     return create(rv, node, transport, o, () -> GpuCommunicator.create(rv, o, device),
-        (lrv, lo) -> GpuCommunicator.create(lrv, localOptions, device),
+        (lrv, lo) -> GpuCommunicator.create(lrv, lo.toBuilder().vendor(false).build(), device),
         (w, layout, mesh, local) -> VendorGroups.assemble(w, o, layout, mesh, (GpuCommunicator) local, device));
   }
 
@@ -103,7 +102,7 @@ public final class HierarchicalComms {
       int[] members = layout.members(layout.nodeOf(r));
       String err = null;
       try {
-        local = factory.create(new MeshRendezvous(mesh, members), o);
+        local = factory.create(new MeshRendezvous(mesh, members), nodeOptions(o));
       } catch (RuntimeException e) {
         err = "the ranks of node " + layout.nodeName(layout.nodeOf(r)) + " (world ranks " + java.util.Arrays.toString(members)
             + ") could not build their shared-memory communicator: " + e.getMessage();
@@ -121,7 +120,7 @@ public final class HierarchicalComms {
         layout = new NodeLayout(own);
         err = null;
         try {
-          local = factory.create(new MeshRendezvous(mesh, new int[] {r}), o);
+          local = factory.create(new MeshRendezvous(mesh, new int[] {r}), nodeOptions(o));
         } catch (RuntimeException e) {
           err = "could not build its own shared-memory communicator: " + e.getMessage();
         }
@@ -134,6 +133,19 @@ public final class HierarchicalComms {
       mesh.close();
       throw e;
     }
+  }
+
+  /**
+   * The options of a node's communicator: full precision, whatever the world's say. Low precision,
+   * when on, is the cross-node leg's, chosen per call by the composition (FP8 inside a node as well
+   * would add a rounding the LP bound does not allow for).
+   */
+  static CommOptions nodeOptions(CommOptions o) {
+    CommOptions.Builder b = o.toBuilder().lowPrecision(false);
+    for (io.sparkcomms.collectives.Collective c : io.sparkcomms.collectives.Collective.values()) {
+      if (c.hasLowPrecision()) b.lowPrecision(c, false);
+    }
+    return b.build();
   }
 
   /** One world round of every rank's outcome: null when all succeeded, else the first failure, the same on every rank. */

@@ -36,7 +36,8 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  * check: every collective, send/recv and batches on host and device tensors against the float64
  * reference (counts 1, 7, 1023 and 1M+3; outputs poisoned), allToAllV with its size verdicts (4 ranks)
- * and device-resident counts, a count mismatch across nodes failing on every rank.
+ * and device-resident counts, a count mismatch across nodes failing on every rank; then, on a second
+ * communicator with low precision on, FP8 allReduces within the LP bound.
  * kill: the other ranks must fail within the timeout (20 s) of their call.
  */
 public final class CrossNodeGpuMain {
@@ -165,7 +166,34 @@ public final class CrossNodeGpuMain {
       failures.add("raised " + e);
       e.printStackTrace(System.out);
     }
+    failures.addAll(lowPrecision(sizes, rank, dir));
     return failures.isEmpty();
+  }
+
+  /** Low precision on: allReduce's cross-node leg as FP8, within the LP bound of the reference, on both allReduce paths. */
+  static List<String> lowPrecision(int[] sizes, int rank, Path dir) {
+    List<String> f = new ArrayList<>();
+    CommOptions o = CommOptions.builder().backend(CommOptions.Backend.GPU).timeout(TIMEOUT).lowPrecision(true).lpMinBytes(1).build();
+    int n = java.util.Arrays.stream(sizes).sum();
+    try (LoopbackTransport t = new LoopbackTransport();
+         Communicator c = Comms.createAcrossNodes(new FileRendezvous(Files.createDirectories(dir.resolve("world-lp")), rank, n),
+             nodeOf(sizes, rank), t, o, rank % GpuLibrary.deviceCount())) {
+      CollectiveChecker k = new CollectiveChecker(c, 99);
+      for (int count : new int[] {7, 1023, 300_001}) {
+        for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+          io.sparkcomms.collectives.Protocol p = k.allReduce(DataType.FLOAT32, op, count, false, CollectiveChecker.Shape.NORMAL);
+          if (p != io.sparkcomms.collectives.Protocol.LP) f.add("LP allReduce of " + count + " ran " + p);
+        }
+        k.allReduce(DataType.BFLOAT16, ReduceOp.SUM, count, true, CollectiveChecker.Shape.UNIFORM);
+      }
+      f.addAll(k.failures());
+      System.out.println("rank " + rank + ": low precision: " + k.checkedCalls() + " calls checked against the LP bound, " + f.size() + " failures"
+          + (f.isEmpty() ? "" : ":\n  " + String.join("\n  ", f)));
+    } catch (Exception e) {
+      f.add("low precision: raised " + e);
+      e.printStackTrace(System.out);
+    }
+    return f;
   }
 
   /** allReduce SUM and AVG of device tensors, in and out of place, both allReduce paths; integer-valued inputs: exact. */
